@@ -1,0 +1,221 @@
+// libsfs: the mount-free StripeFS client API.
+//
+// Inode-based, like the FUSE low-level API it serves, with path helpers for
+// tools. Every call is synchronous and thread-safe; many threads may call at
+// once (FUSE's multi-threaded loop, sfs-bench tasks). Metadata calls are one
+// MDS RPC each; Read/Write split the range by stripe and send every piece to
+// its OSS in parallel (several RPCs in flight per OSS), receiving read data
+// directly into the caller's buffer and sending write data straight from it.
+//
+// Errors are POSIX errnos in Status::code(). An OSS that does not answer
+// within Options::rpc_timeout makes I/O to its stripes fail with EIO.
+//
+// Size: the MDS keeps each file's size. A File remembers the highest byte it
+// wrote; Flush/Fsync/Close report it (the MDS keeps the maximum). Truncate
+// (SetAttr with size) sets it exactly and trims/extends the objects first.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace sfs::client {
+
+inline constexpr uint64_t kRootIno = 1;
+
+struct Options {
+  std::string mds_address;                         // "host:port"
+  std::chrono::milliseconds rpc_timeout{30000};    // per RPC, MDS and OSS
+  std::chrono::milliseconds connect_timeout{5000}; // Connect() gives up after this
+  int io_threads = 2;
+};
+
+// On whose behalf a call is made; checked by the MDS.
+struct Cred {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> groups;
+};
+
+struct Attr {
+  uint64_t ino = 0;
+  uint32_t mode = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint32_t nlink = 0;
+  uint64_t size = 0;
+  uint64_t blocks = 0;   // 512-byte units
+  int64_t atime_ns = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t rdev = 0;
+  uint64_t generation = 0;
+  struct stat ToStat() const;
+};
+
+struct StripeObject {
+  uint32_t ost = 0;
+  uint64_t oid = 0;
+};
+
+// A striping layout. For a file, objects lists (OST, object id) per stripe.
+// For a directory, it is the default for new children; inherited is true when
+// the directory has none of its own and this is its nearest ancestor's (or the root's).
+struct LayoutSpec {
+  uint64_t stripe_size = 0;    // 0 = inherit
+  int32_t stripe_count = 0;    // 0 = inherit, -1 = all OSTs
+  int32_t start_ost = -1;      // -1 = allocator's choice
+  std::string pool;
+  std::vector<StripeObject> objects;
+  bool inherited = false;
+};
+
+// SetAttr valid bits (same values as FUSE_SET_ATTR_*).
+enum SetAttrMask : uint32_t {
+  kSetMode = 1, kSetUid = 2, kSetGid = 4, kSetSize = 8, kSetAtime = 16, kSetMtime = 32,
+  kSetAtimeNow = 128, kSetMtimeNow = 256, kSetCtime = 1024,
+};
+struct SetAttrArgs {
+  uint32_t valid = 0;
+  uint32_t mode = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  int64_t atime_ns = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+};
+
+struct DirEntry {
+  std::string name;
+  uint64_t ino = 0;
+  uint32_t type = 0;           // DT_* value
+  std::optional<Attr> attr;    // when asked for with_attrs
+};
+struct DirPage {
+  std::vector<DirEntry> entries;
+  bool eof = false;
+};
+
+struct FsStat {
+  uint64_t total_bytes = 0, free_bytes = 0, avail_bytes = 0;
+  uint64_t total_inodes = 0, free_inodes = 0;
+  uint32_t bsize = 4096;
+};
+
+struct OstStatus {
+  uint32_t index = 0;
+  std::string uuid;
+  std::string address;
+  bool up = false;
+  uint64_t total_bytes = 0, free_bytes = 0, avail_bytes = 0;
+  int64_t last_heartbeat_ms = 0;
+};
+
+class Client;
+
+// An open regular file. Thread-safe; shared by every FUSE request on that handle.
+class File {
+ public:
+  uint64_t ino() const { return ino_; }
+  const LayoutSpec& layout() const { return layout_; }
+  // Highest size this client knows of: the MDS size at open, raised by writes.
+  uint64_t size() const;
+
+  // Owned by libsfs (client.cc); not for callers.
+  uint64_t ino_ = 0;
+  uint64_t open_id_ = 0;
+  int flags_ = 0;
+  LayoutSpec layout_;
+  mutable std::mutex mu_;
+  uint64_t size_ = 0;          // GUARDED_BY(mu_)
+  bool size_dirty_ = false;    // GUARDED_BY(mu_): written past the size the MDS has
+  int64_t mtime_ns_ = 0;       // GUARDED_BY(mu_): time of last write
+};
+
+class Client {
+ public:
+  // Connects to the MDS and fetches the OST map. ECONNREFUSED/ETIMEDOUT with a
+  // message naming the address if the MDS cannot be reached within connect_timeout.
+  static Result<std::unique_ptr<Client>> Connect(const Options& opts);
+  ~Client();
+
+  Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name);
+  Result<Attr> GetAttr(const Cred& c, uint64_t ino);
+  Result<Attr> SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args);
+
+  // Create-or-open (atomic at the MDS). With O_EXCL in flags an existing name
+  // is EEXIST; O_TRUNC truncates an existing file. layout may be null (inherit).
+  Result<std::shared_ptr<File>> Create(const Cred& c, uint64_t parent, std::string_view name,
+                                       uint32_t mode, int flags, Attr* attr,
+                                       const LayoutSpec* layout = nullptr);
+  Result<std::shared_ptr<File>> Open(const Cred& c, uint64_t ino, int flags, Attr* attr);
+  // Reports the size (if this client extended the file) and releases the open.
+  Status Close(const std::shared_ptr<File>& f);
+
+  // pread: returns bytes read; short only at end of file. Holes read as zeros.
+  Result<size_t> Read(File& f, uint64_t off, std::span<uint8_t> buf);
+  // pwrite: all or error.
+  Result<size_t> Write(File& f, uint64_t off, std::span<const uint8_t> buf);
+  // Reports the written size to the MDS if it grew.
+  Status Flush(File& f);
+  // Makes written data durable on the OSSes (and the size on the MDS).
+  Status Fsync(File& f, bool datasync);
+
+  Result<Attr> Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
+                     uint64_t rdev);
+  Result<Attr> Mkdir(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode);
+  Status Unlink(const Cred& c, uint64_t parent, std::string_view name);
+  Status Rmdir(const Cred& c, uint64_t parent, std::string_view name);
+  // flags: RENAME_NOREPLACE (1) / RENAME_EXCHANGE (2).
+  Status Rename(const Cred& c, uint64_t parent, std::string_view name, uint64_t new_parent,
+                std::string_view new_name, uint32_t flags);
+  Result<Attr> Link(const Cred& c, uint64_t ino, uint64_t new_parent, std::string_view new_name);
+  Result<Attr> Symlink(const Cred& c, uint64_t parent, std::string_view name,
+                       std::string_view target);
+  Result<std::string> Readlink(const Cred& c, uint64_t ino);
+  // Entries with name > after, in name order, at most max_entries.
+  Result<DirPage> Readdir(const Cred& c, uint64_t ino, std::string_view after,
+                          uint32_t max_entries, bool with_attrs);
+
+  Result<FsStat> StatFs();
+
+  Result<std::string> GetXattr(const Cred& c, uint64_t ino, std::string_view name);
+  // flags: XATTR_CREATE (1) / XATTR_REPLACE (2).
+  Status SetXattr(const Cred& c, uint64_t ino, std::string_view name, std::string_view value,
+                  int flags);
+  Result<std::vector<std::string>> ListXattr(const Cred& c, uint64_t ino);
+  Status RemoveXattr(const Cred& c, uint64_t ino, std::string_view name);
+
+  Result<LayoutSpec> GetLayout(const Cred& c, uint64_t ino);
+  // Directory: set its default (clear = remove it). Empty regular file: replace its layout.
+  Status SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear);
+
+  Result<std::vector<OstStatus>> ListOsts();
+
+  // Walks an absolute path from the root ("/" is the root). Follows no symlinks.
+  Result<Attr> ResolvePath(const Cred& c, std::string_view path);
+
+  uint64_t client_id() const;
+
+  class Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// "1M" / "64K" / "2G" / "4096" → bytes. EINVAL on junk.
+Result<uint64_t> ParseSize(std::string_view s);
+
+}  // namespace sfs::client

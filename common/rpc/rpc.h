@@ -1,0 +1,118 @@
+// RPC over a transport: the only networking API the services and libsfs see.
+//
+// A Server receives request frames and hands each to a Handler on a worker
+// thread; a Channel is a client's connection to one server address, with many
+// calls in flight, per-call deadlines, reconnect with backoff and re-send of
+// in-flight calls after a reconnect (servers de-duplicate mutating requests by
+// the (client id, xid) their payload carries).
+//
+// Transports: Server and Channel are interfaces. TCP (Boost.Asio, C++20
+// coroutines) is in common/net/tcp_transport.cc; an RDMA transport implements
+// the same two interfaces, so handlers and callers do not change. No Asio or
+// protobuf type appears in this header.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace sfs::rpc {
+
+enum ServiceId : uint16_t { kServiceMds = 1, kServiceOss = 2 };
+
+// A request as a handler sees it. Bulk has been crc-verified.
+struct Request {
+  uint16_t service = 0;
+  std::string payload;         // serialized protobuf
+  std::vector<uint8_t> bulk;   // raw bulk bytes (file data)
+  std::string peer;            // "host:port" of the caller
+};
+
+// What a handler returns. bulk is sent as raw bytes after the payload.
+struct Reply {
+  std::string payload;
+  std::vector<uint8_t> bulk;
+};
+
+// Implemented by a service. Handle() runs on a worker thread and may block;
+// it is called concurrently for different requests. It must always fill
+// reply->payload (errors go inside the payload's status).
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  virtual void Handle(Request& req, Reply* reply) = 0;
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;          // 0 = pick a free port
+  int io_threads = 1;
+  int worker_threads = 4;
+};
+
+class Server {
+ public:
+  virtual ~Server() = default;
+  virtual uint16_t port() const = 0;
+  // Stops accepting, closes connections, waits for running handlers. Idempotent.
+  virtual void Stop() = 0;
+};
+
+// Starts a TCP server. REQUIRES: handler outlives the server.
+Result<std::unique_ptr<Server>> StartTcpServer(const ServerOptions& opts, Handler* handler);
+
+// What a call returns. If the call supplied a bulk_in buffer, the reply's
+// bulk was received directly into it and `bulk` stays empty; bulk_len tells
+// how many bytes arrived either way.
+struct Response {
+  std::string payload;
+  std::vector<uint8_t> bulk;
+  size_t bulk_len = 0;
+};
+
+struct CallOptions {
+  std::chrono::milliseconds timeout{30000};
+};
+
+class PendingCall;  // opaque; owned through shared_ptr
+
+// A connection to one server. Thread-safe. Connects lazily on first use.
+class Channel {
+ public:
+  virtual ~Channel() = default;
+  // Starts a call. bulk_out and bulk_in must stay valid until Wait() returns.
+  // If bulk_in is non-empty the reply bulk is received into it (a reply bulk
+  // larger than bulk_in fails the call with EPROTO).
+  virtual std::shared_ptr<PendingCall> Start(uint16_t service, std::string payload,
+                                             std::span<const uint8_t> bulk_out,
+                                             std::span<uint8_t> bulk_in,
+                                             const CallOptions& opts) = 0;
+  // Waits for the reply. ETIMEDOUT when the deadline passes (the server may
+  // or may not have applied it), ENOTCONN/ECONNREFUSED when it was never reachable.
+  virtual Status Wait(const std::shared_ptr<PendingCall>& call, Response* out) = 0;
+
+  Status Call(uint16_t service, std::string payload, std::span<const uint8_t> bulk_out,
+              std::span<uint8_t> bulk_in, Response* out, const CallOptions& opts = {}) {
+    return Wait(Start(service, std::move(payload), bulk_out, bulk_in, opts), out);
+  }
+  virtual const std::string& address() const = 0;
+};
+
+// Runs the I/O threads that client channels use. One per process is enough.
+class IoContext {
+ public:
+  virtual ~IoContext() = default;
+  static std::unique_ptr<IoContext> Create(int threads = 1);
+  // A TCP channel to "host:port". REQUIRES: this IoContext outlives it.
+  virtual std::unique_ptr<Channel> MakeTcpChannel(const std::string& address) = 0;
+};
+
+// Splits "host:port". EINVAL on a malformed address.
+Status ParseAddress(const std::string& address, std::string* host, uint16_t* port);
+
+}  // namespace sfs::rpc

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs StripeFS's build and test dependencies from Debian 12 packages.
+# Idempotent: does nothing when everything is already installed.
+set -euo pipefail
+pkgs=(meson ninja-build pkg-config g++ libleveldb-dev libprotobuf-dev protobuf-compiler
+      libboost-dev libgtest-dev libgmock-dev libfuse3-dev fuse3 libibverbs-dev librdmacm-dev
+      attr rsync git tar util-linux procps python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# FUSE needs its device; load the module if the kernel has it as one.
+if [ ! -e /dev/fuse ]; then
+  modprobe fuse 2>/dev/null || true
+fi
+echo "install-deps: ok"
