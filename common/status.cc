@@ -43,6 +43,10 @@ std::string ErrnoName(int code) {
     case ENOTCONN: return "ENOTCONN";
     case EPROTO: return "EPROTO";
     case EBADMSG: return "EBADMSG";
+    case EMSGSIZE: return "EMSGSIZE";
+    case ECANCELED: return "ECANCELED";
+    case E2BIG: return "E2BIG";
+    case ENODEV: return "ENODEV";
     case EOPNOTSUPP: return "EOPNOTSUPP";
     case EBUSY: return "EBUSY";
     case ETXTBSY: return "ETXTBSY";

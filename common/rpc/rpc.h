@@ -7,7 +7,7 @@
 // the (client id, xid) their payload carries).
 //
 // Transports: Server and Channel are interfaces. TCP (Boost.Asio, C++20
-// coroutines) is in common/net/tcp_transport.cc; an RDMA transport implements
+// coroutines) is in common/net/tcp_server.cc and tcp_channel.cc; an RDMA transport implements
 // the same two interfaces, so handlers and callers do not change. No Asio or
 // protobuf type appears in this header.
 #pragma once

@@ -1,0 +1,294 @@
+// TCP server side of the RPC transport (Boost.Asio, C++20 coroutines).
+//
+// Threads: `io_threads` run the io_context (accept, frame reads, reply
+// writes); `worker_threads` run Handler::Handle, which may block (LevelDB
+// syncs, disk I/O). Each connection's socket is used only from its strand: a
+// read-loop coroutine decodes frames and posts each request to the worker
+// pool; a worker posts its reply back to the strand, where one writer
+// coroutine drains the reply queue with gathered writes (header, payload and
+// bulk as separate buffers: bulk is never copied).
+//
+// A frame that fails validation (magic, version, crc, sizes, kind) closes that
+// connection with a logged reason; every other connection keeps being served.
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/log.h"
+#include "common/net/asio.h"
+#include "common/net/frame.h"
+#include "common/rpc/rpc.h"
+
+namespace sfs::rpc {
+namespace {
+
+using net::asio::redirect_error;
+using net::asio::use_awaitable;
+using net::awaitable;
+using net::tcp;
+namespace asio = net::asio;
+
+class TcpServer;
+
+// One outgoing reply frame. Owns its buffers until written.
+struct OutFrame {
+  uint8_t header[net::kHeaderSize];
+  std::string payload;
+  std::vector<uint8_t> bulk;
+};
+
+class ServerConn : public std::enable_shared_from_this<ServerConn> {
+ public:
+  ServerConn(TcpServer* server, tcp::socket sock, std::string peer)
+      : server_(server), sock_(std::move(sock)), peer_(std::move(peer)) {}
+
+  void Start() {
+    asio::co_spawn(sock_.get_executor(), ReadLoop(shared_from_this()), asio::detached);
+  }
+  // Thread-safe: may be called from any thread.
+  void SendReply(uint16_t service, uint64_t request_id, Reply reply);
+  void CloseAsync() {
+    asio::post(sock_.get_executor(), [self = shared_from_this()] { self->Close("server stopping"); });
+  }
+
+ private:
+  awaitable<void> ReadLoop(std::shared_ptr<ServerConn> self);
+  awaitable<void> WriteLoop(std::shared_ptr<ServerConn> self);
+  void Close(const std::string& why);  // on strand
+
+  TcpServer* server_;
+  tcp::socket sock_;
+  std::string peer_;
+  std::deque<std::shared_ptr<OutFrame>> outq_;  // strand only
+  bool writing_ = false;                          // strand only
+  bool closed_ = false;                           // strand only
+};
+
+class TcpServer final : public Server {
+ public:
+  TcpServer(const ServerOptions& opts, Handler* handler)
+      : opts_(opts), handler_(handler), acceptor_(io_), workers_(std::max(1, opts.worker_threads)) {}
+  ~TcpServer() override { Stop(); }
+
+  Status Listen();
+  uint16_t port() const override { return port_; }
+  void Stop() override;
+
+  Handler* handler() const { return handler_; }
+  asio::thread_pool& workers() { return workers_; }
+  void Forget(ServerConn* c) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto it = conns_.begin(); it != conns_.end(); ++it) {
+      if (it->get() == c) {
+        conns_.erase(it);
+        return;
+      }
+    }
+  }
+
+ private:
+  awaitable<void> AcceptLoop();
+
+  ServerOptions opts_;
+  Handler* handler_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  asio::thread_pool workers_;
+  std::vector<std::thread> io_threads_;
+  uint16_t port_ = 0;
+  std::atomic<bool> stopped_{false};
+  std::mutex mu_;
+  std::set<std::shared_ptr<ServerConn>> conns_;  // GUARDED_BY(mu_)
+};
+
+awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
+  uint8_t hdr[net::kHeaderSize];
+  for (;;) {
+    boost::system::error_code ec;
+    co_await asio::async_read(sock_, asio::buffer(hdr), redirect_error(use_awaitable, ec));
+    if (ec) {
+      Close(ec == asio::error::eof ? "" : ec.message());
+      co_return;
+    }
+    auto h = net::DecodeHeader(hdr);
+    if (!h.ok() || h->kind != net::FrameKind::kRequest) {
+      Close(h.ok() ? "response frame sent to a server" : h.status().ToString());
+      co_return;
+    }
+    auto req = std::make_shared<Request>();
+    req->service = h->service;
+    req->peer = peer_;
+    req->payload.resize(h->payload_len);
+    req->bulk.resize(h->bulk_len);
+    std::array<asio::mutable_buffer, 2> body = {asio::buffer(req->payload), asio::buffer(req->bulk)};
+    co_await asio::async_read(sock_, body, redirect_error(use_awaitable, ec));
+    if (ec) {
+      Close("truncated frame: " + ec.message());
+      co_return;
+    }
+    Status st = net::VerifyBody(
+        *h, {reinterpret_cast<const uint8_t*>(req->payload.data()), req->payload.size()}, req->bulk);
+    if (!st.ok()) {
+      Close(st.ToString());
+      co_return;
+    }
+    uint64_t id = h->request_id;
+    asio::post(server_->workers(), [self, req, id] {
+      Reply reply;
+      self->server_->handler()->Handle(*req, &reply);
+      self->SendReply(req->service, id, std::move(reply));
+    });
+  }
+}
+
+void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply) {
+  auto f = std::make_shared<OutFrame>();
+  f->payload = std::move(reply.payload);
+  f->bulk = std::move(reply.bulk);
+  net::FrameHeader h;
+  h.kind = net::FrameKind::kResponse;
+  h.service = service;
+  h.request_id = request_id;
+  h.payload_len = static_cast<uint32_t>(f->payload.size());
+  h.bulk_len = static_cast<uint32_t>(f->bulk.size());
+  h.body_crc = net::BodyCrc(
+      {reinterpret_cast<const uint8_t*>(f->payload.data()), f->payload.size()}, f->bulk);
+  net::EncodeHeader(h, f->header);
+  asio::post(sock_.get_executor(), [self = shared_from_this(), f = std::move(f)] {
+    if (self->closed_) return;
+    self->outq_.push_back(f);
+    if (!self->writing_) {
+      self->writing_ = true;
+      asio::co_spawn(self->sock_.get_executor(), self->WriteLoop(self), asio::detached);
+    }
+  });
+}
+
+awaitable<void> ServerConn::WriteLoop(std::shared_ptr<ServerConn> self) {
+  // Gather several queued replies into one writev.
+  constexpr size_t kMaxBatch = 16;
+  while (!outq_.empty() && !closed_) {
+    std::vector<std::shared_ptr<OutFrame>> batch;
+    std::vector<asio::const_buffer> bufs;
+    while (!outq_.empty() && batch.size() < kMaxBatch) {
+      batch.push_back(std::move(outq_.front()));
+      outq_.pop_front();
+      OutFrame& f = *batch.back();
+      bufs.push_back(asio::buffer(f.header));
+      if (!f.payload.empty()) bufs.push_back(asio::buffer(f.payload));
+      if (!f.bulk.empty()) bufs.push_back(asio::buffer(f.bulk));
+    }
+    boost::system::error_code ec;
+    co_await asio::async_write(sock_, bufs, redirect_error(use_awaitable, ec));
+    if (ec) {
+      Close("write failed: " + ec.message());
+      break;
+    }
+  }
+  writing_ = false;
+}
+
+void ServerConn::Close(const std::string& why) {
+  if (closed_) return;
+  closed_ = true;
+  if (!why.empty()) LOG_WARN("closing connection from " << peer_ << ": " << why);
+  boost::system::error_code ec;
+  sock_.shutdown(tcp::socket::shutdown_both, ec);
+  sock_.close(ec);
+  outq_.clear();
+  server_->Forget(this);
+}
+
+Status TcpServer::Listen() {
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(opts_.host, ec);
+  if (ec) return Status(EINVAL, "bad listen address " + opts_.host + ": " + ec.message());
+  tcp::endpoint ep(addr, opts_.port);
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status(ec.value() ? ec.value() : EIO,
+                  "cannot listen on " + opts_.host + ":" + std::to_string(opts_.port) + ": " + ec.message());
+  }
+  port_ = acceptor_.local_endpoint().port();
+  asio::co_spawn(io_, AcceptLoop(), asio::detached);
+  for (int i = 0; i < std::max(1, opts_.io_threads); ++i) {
+    io_threads_.emplace_back([this] { io_.run(); });
+  }
+  return Status::Ok();
+}
+
+awaitable<void> TcpServer::AcceptLoop() {
+  for (;;) {
+    boost::system::error_code ec;
+    tcp::socket sock(asio::make_strand(io_));
+    co_await acceptor_.async_accept(sock, redirect_error(use_awaitable, ec));
+    if (stopped_) co_return;
+    if (ec) {
+      LOG_WARN("accept failed: " << ec.message());
+      continue;
+    }
+    sock.set_option(tcp::no_delay(true), ec);
+    std::string peer = "?";
+    auto rep = sock.remote_endpoint(ec);
+    if (!ec) peer = rep.address().to_string() + ":" + std::to_string(rep.port());
+    auto conn = std::make_shared<ServerConn>(this, std::move(sock), peer);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      conns_.insert(conn);
+    }
+    conn->Start();
+  }
+}
+
+void TcpServer::Stop() {
+  if (stopped_.exchange(true)) return;
+  asio::post(io_, [this] {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+  });
+  std::vector<std::shared_ptr<ServerConn>> conns;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    conns.assign(conns_.begin(), conns_.end());
+  }
+  for (auto& c : conns) c->CloseAsync();
+  workers_.join();  // running handlers finish; their replies go to closed connections
+  io_.stop();
+  for (auto& t : io_threads_) t.join();
+  io_threads_.clear();
+  std::lock_guard<std::mutex> l(mu_);
+  conns_.clear();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> StartTcpServer(const ServerOptions& opts, Handler* handler) {
+  auto s = std::make_unique<TcpServer>(opts, handler);
+  SFS_RETURN_IF_ERROR(s->Listen());
+  return std::unique_ptr<Server>(std::move(s));
+}
+
+Status ParseAddress(const std::string& address, std::string* host, uint16_t* port) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return Status(EINVAL, "address must be HOST:PORT, got '" + address + "'");
+  }
+  std::string h = address.substr(0, colon);
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  unsigned long p = 0;
+  for (char c : address.substr(colon + 1)) {
+    if (c < '0' || c > '9') return Status(EINVAL, "bad port in '" + address + "'");
+    p = p * 10 + (c - '0');
+    if (p > 65535) return Status(EINVAL, "port out of range in '" + address + "'");
+  }
+  *host = h;
+  *port = static_cast<uint16_t>(p);
+  return Status::Ok();
+}
+
+}  // namespace sfs::rpc

@@ -1,0 +1,200 @@
+// The TCP RPC transport: many calls in flight, bulk both ways without loss,
+// deadlines, reconnect after a server restart, and garbage input.
+#include "common/rpc/rpc.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "common/net/frame.h"
+
+namespace sfs::rpc {
+namespace {
+
+// Echoes payload; reply bulk = request bulk reversed; payload "sleep" blocks until released.
+class EchoHandler : public Handler {
+ public:
+  void Handle(Request& req, Reply* reply) override {
+    calls++;
+    if (req.payload == "sleep") {
+      std::unique_lock<std::mutex> l(mu);
+      cv.wait(l, [&] { return released; });
+    }
+    if (req.payload.rfind("read:", 0) == 0) {
+      size_t n = std::stoul(req.payload.substr(5));
+      reply->bulk.resize(n);
+      for (size_t i = 0; i < n; ++i) reply->bulk[i] = static_cast<uint8_t>(i * 7 + 3);
+    } else {
+      reply->bulk.assign(req.bulk.rbegin(), req.bulk.rend());
+    }
+    reply->payload = "re:" + req.payload;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> l(mu);
+    released = true;
+    cv.notify_all();
+  }
+  std::atomic<int> calls{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+};
+
+class RpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = StartTcpServer(ServerOptions{}, &handler_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+    io_ = IoContext::Create(2);
+    chan_ = io_->MakeTcpChannel("127.0.0.1:" + std::to_string(server_->port()));
+  }
+  void TearDown() override {
+    handler_.Release();
+    chan_.reset();
+    io_.reset();
+    if (server_) server_->Stop();
+  }
+  EchoHandler handler_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<IoContext> io_;
+  std::unique_ptr<Channel> chan_;
+};
+
+TEST_F(RpcTest, ManyConcurrentCallsWithBulkAllMatchTheirReplies) {
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int i = 0; i < 50; ++i) {
+        std::vector<uint8_t> out(rng() % 300000);
+        for (auto& b : out) b = rng();
+        std::vector<uint8_t> in(out.size());
+        std::string payload = "t" + std::to_string(t) + "i" + std::to_string(i);
+        Response r;
+        Status st = chan_->Call(kServiceMds, payload, out, in, &r);
+        if (!st.ok() || r.payload != "re:" + payload || r.bulk_len != out.size() ||
+            !std::equal(out.rbegin(), out.rend(), in.begin())) {
+          bad++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST_F(RpcTest, PipelinedCallsOnOneChannelReceiveIntoTheirOwnBuffers) {
+  std::vector<std::vector<uint8_t>> bufs(32, std::vector<uint8_t>(1 << 20));
+  std::vector<std::shared_ptr<PendingCall>> calls;
+  for (auto& b : bufs) calls.push_back(chan_->Start(kServiceOss, "read:" + std::to_string(b.size()), {}, b, {}));
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Response r;
+    ASSERT_TRUE(chan_->Wait(calls[i], &r).ok());
+    ASSERT_EQ(r.bulk_len, bufs[i].size());
+    for (size_t k = 0; k < bufs[i].size(); k += 4099) ASSERT_EQ(bufs[i][k], static_cast<uint8_t>(k * 7 + 3));
+  }
+}
+
+TEST_F(RpcTest, CallPastItsDeadlineFailsWithEtimedout) {
+  Response r;
+  Status st = chan_->Call(kServiceMds, "sleep", {}, {}, &r, CallOptions{std::chrono::milliseconds(200)});
+  EXPECT_EQ(st.code(), ETIMEDOUT);
+  handler_.Release();
+  EXPECT_TRUE(chan_->Call(kServiceMds, "after", {}, {}, &r).ok());
+  EXPECT_EQ(r.payload, "re:after");
+}
+
+TEST_F(RpcTest, UnreachableServerFailsWithEconnrefused) {
+  uint16_t port = server_->port();
+  server_->Stop();
+  server_.reset();
+  auto ch = io_->MakeTcpChannel("127.0.0.1:" + std::to_string(port));
+  Response r;
+  Status st = ch->Call(kServiceMds, "x", {}, {}, &r, CallOptions{std::chrono::milliseconds(300)});
+  EXPECT_EQ(st.code(), ECONNREFUSED) << st.ToString();
+}
+
+TEST_F(RpcTest, ChannelReconnectsAfterServerRestartOnTheSamePort) {
+  Response r;
+  ASSERT_TRUE(chan_->Call(kServiceMds, "one", {}, {}, &r).ok());
+  uint16_t port = server_->port();
+  server_->Stop();
+  server_.reset();
+  ServerOptions opts;
+  opts.port = port;
+  auto s = StartTcpServer(opts, &handler_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  server_ = std::move(*s);
+  ASSERT_TRUE(chan_->Call(kServiceMds, "two", {}, {}, &r).ok());
+  EXPECT_EQ(r.payload, "re:two");
+}
+
+int ConnectRaw(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  return fd;
+}
+
+// Reads until the server closes the connection; true iff it did.
+bool ServerCloses(int fd) {
+  char buf[256];
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;
+  }
+}
+
+TEST_F(RpcTest, GarbageAndCorruptFramesCloseOnlyThatConnection) {
+  std::mt19937 rng(9);
+  std::vector<std::vector<uint8_t>> bad;
+  std::vector<uint8_t> junk(100);
+  for (auto& b : junk) b = rng();
+  bad.push_back(junk);
+  net::FrameHeader h;
+  std::string payload = "hello";
+  auto good = net::EncodeFrame(h, {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()}, {});
+  auto corrupt = good;
+  corrupt.back() ^= 1;
+  bad.push_back(corrupt);
+  h.payload_len = net::kMaxPayload + 1;
+  std::vector<uint8_t> huge(net::kHeaderSize);
+  net::EncodeHeader(h, huge.data());
+  bad.push_back(huge);
+  for (auto& frame : bad) {
+    int fd = ConnectRaw(server_->port());
+    ASSERT_EQ(write(fd, frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
+    EXPECT_TRUE(ServerCloses(fd));
+    close(fd);
+  }
+  Response r;
+  ASSERT_TRUE(chan_->Call(kServiceMds, "still-serving", {}, {}, &r).ok());
+  EXPECT_EQ(r.payload, "re:still-serving");
+}
+
+TEST(RpcAddressTest, ParseAddressRejectsMalformedAddresses) {
+  std::string host;
+  uint16_t port;
+  EXPECT_TRUE(ParseAddress("127.0.0.1:7700", &host, &port).ok());
+  EXPECT_EQ(port, 7700);
+  for (const char* bad : {"", "nohost", ":1", "h:", "h:99999", "h:12a"}) {
+    EXPECT_EQ(ParseAddress(bad, &host, &port).code(), EINVAL) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace sfs::rpc
