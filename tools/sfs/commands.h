@@ -1,0 +1,23 @@
+// The `sfs` subcommands. Each Run* parses its own arguments (getopt_long),
+// prints to stdout, reports errors as one line "sfs CMD: PATH: reason" on
+// stderr, and returns the process exit status (0 ok, 1 failure, 2 usage).
+#pragma once
+
+#include <string>
+
+#include "tools/sfs/target.h"
+
+namespace sfs::tools {
+
+int RunSetstripe(int argc, char** argv);
+int RunGetstripe(int argc, char** argv);
+int RunDf(int argc, char** argv);
+int RunServers(int argc, char** argv);
+int RunFind(int argc, char** argv);
+
+// Shared by the commands: prints "sfs CMD: what: reason" and returns 1.
+int Fail(const std::string& cmd, const std::string& what, const Status& st);
+// Parses --mds/--json (also accepted after the subcommand).
+bool ParseGlobal(int opt, const char* arg, GlobalOptions* g);
+
+}  // namespace sfs::tools

@@ -1,0 +1,45 @@
+// `sfs`: the StripeFS administration tool, shaped after Lustre's `lfs`.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tools/sfs/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sfs COMMAND [options] ...\n"
+    "\n"
+    "Striping policy, usage and health of a StripeFS file system. PATH arguments are\n"
+    "paths on a mounted StripeFS, or with --mds HOST:PORT paths inside the file system.\n"
+    "\n"
+    "commands:\n"
+    "  setstripe [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] PATH   set a layout\n"
+    "  setstripe -d DIR                                               remove a directory default\n"
+    "  getstripe [-v] [-d] [-r] [--json] PATH...                      show layouts\n"
+    "  df [-h] [-i] [--json] [PATH]                                   space per OST\n"
+    "  servers [--json] [PATH]                                        OSS/OST state (alias: osts)\n"
+    "  find PATH [--stripe-count N] [--stripe-size S] [--ost I] [--pool P] [--size [+-]N] [--type f|d]\n"
+    "\n"
+    "Run 'sfs COMMAND --help' for a command's options and examples.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  int sub_argc = argc - 1;
+  char** sub_argv = argv + 1;
+  using namespace sfs::tools;
+  if (cmd == "setstripe") return RunSetstripe(sub_argc, sub_argv);
+  if (cmd == "getstripe") return RunGetstripe(sub_argc, sub_argv);
+  if (cmd == "df") return RunDf(sub_argc, sub_argv);
+  if (cmd == "servers" || cmd == "osts") return RunServers(sub_argc, sub_argv);
+  if (cmd == "find") return RunFind(sub_argc, sub_argv);
+  std::fprintf(stderr, "sfs: unknown command '%s' (try 'sfs --help')\n", cmd.c_str());
+  return 2;
+}

@@ -1,0 +1,153 @@
+// `sfs setstripe`: set a directory's default layout, create an empty file
+// with a layout, or (-d) remove a directory's default.
+#include <fcntl.h>
+#include <getopt.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "tools/sfs/commands.h"
+
+namespace sfs::tools {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: sfs setstripe [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] PATH\n"
+    "       sfs setstripe -d DIR\n"
+    "\n"
+    "On a directory: set the default layout its new files and subdirectories inherit.\n"
+    "On a path that does not exist: create an empty file with that layout.\n"
+    "On an empty file: replace its layout. A file with data cannot be restriped here.\n"
+    "\n"
+    "  -c, --stripe-count COUNT   OSTs to stripe over; -1 = all OSTs\n"
+    "  -S, --stripe-size SIZE     bytes per stripe, K/M/G suffixes, a multiple of 64K\n"
+    "  -i, --stripe-index I       OST of the first stripe (-1 = allocator's choice)\n"
+    "  -p, --pool POOL            place stripes only on the OSTs of POOL\n"
+    "  -d, --delete               remove DIR's default layout (inherit the parent's again)\n"
+    "      --mds HOST:PORT        PATH is inside the file system served by this MDS\n"
+    "\n"
+    "examples:\n"
+    "  sfs setstripe -c 4 -S 1M /mnt/sfs/checkpoints     # new files 4 wide, 1 MiB stripes\n"
+    "  sfs setstripe -c -1 /mnt/sfs/datasets/big.bin     # new empty file over all OSTs\n"
+    "  sfs setstripe -d /mnt/sfs/checkpoints             # back to the inherited default\n";
+
+struct Args {
+  GlobalOptions g;
+  client::LayoutSpec spec;
+  bool remove = false;
+  bool any = false;
+  std::string path;
+};
+
+int ParseArgs(int argc, char** argv, Args* a) {
+  static const option kLong[] = {
+      {"stripe-count", required_argument, nullptr, 'c'}, {"stripe-size", required_argument, nullptr, 'S'},
+      {"stripe-index", required_argument, nullptr, 'i'}, {"pool", required_argument, nullptr, 'p'},
+      {"delete", no_argument, nullptr, 'd'},             {"mds", required_argument, nullptr, 'M'},
+      {"help", no_argument, nullptr, 'h'},               {nullptr, 0, nullptr, 0}};
+  optind = 1;
+  int opt;
+  while ((opt = getopt_long(argc, argv, "c:S:i:p:dh", kLong, nullptr)) != -1) {
+    char* end = nullptr;
+    switch (opt) {
+      case 'c':
+        a->spec.stripe_count = static_cast<int32_t>(std::strtol(optarg, &end, 10));
+        if (*end != '\0' || a->spec.stripe_count == 0 || a->spec.stripe_count < -1) {
+          std::fprintf(stderr, "sfs setstripe: bad stripe count '%s' (1.. or -1 for all OSTs)\n", optarg);
+          return 2;
+        }
+        a->any = true;
+        break;
+      case 'S': {
+        auto size = client::ParseSize(optarg);
+        if (!size.ok() || *size == 0 || *size % 65536 != 0) {
+          std::fprintf(stderr, "sfs setstripe: stripe size '%s' is not a positive multiple of 64K\n", optarg);
+          return 2;
+        }
+        a->spec.stripe_size = *size;
+        a->any = true;
+        break;
+      }
+      case 'i':
+        a->spec.start_ost = static_cast<int32_t>(std::strtol(optarg, &end, 10));
+        if (*end != '\0' || a->spec.start_ost < -1) {
+          std::fprintf(stderr, "sfs setstripe: bad OST index '%s'\n", optarg);
+          return 2;
+        }
+        a->any = true;
+        break;
+      case 'p': a->spec.pool = optarg; a->any = true; break;
+      case 'd': a->remove = true; break;
+      case 'h': std::fputs(kHelp, stdout); return 0;
+      default:
+        if (!ParseGlobal(opt, optarg, &a->g)) {
+          std::fputs(kHelp, stderr);
+          return 2;
+        }
+    }
+  }
+  if (optind + 1 != argc || (a->remove && a->any) || (!a->remove && !a->any)) {
+    std::fputs(kHelp, stderr);
+    return 2;
+  }
+  a->path = argv[optind];
+  return -1;
+}
+
+// Checks the request against the OSTs the file system has.
+Status CheckAgainstOsts(Target& t, const client::LayoutSpec& spec) {
+  SFS_ASSIGN_OR_RETURN(auto osts, t.client().ListOsts());
+  if (spec.stripe_count > static_cast<int32_t>(osts.size())) {
+    return Status(EINVAL, "stripe count " + std::to_string(spec.stripe_count) + " exceeds the " +
+                              std::to_string(osts.size()) + " OSTs of the file system");
+  }
+  if (spec.start_ost >= static_cast<int32_t>(osts.size())) {
+    return Status(EINVAL, "OST index " + std::to_string(spec.start_ost) + " does not exist");
+  }
+  return Status::Ok();
+}
+
+Status CreateWithLayout(Target& t, const std::string& path, const client::LayoutSpec& spec) {
+  uint64_t parent;
+  std::string name;
+  SFS_RETURN_IF_ERROR(t.SplitParent(path, &parent, &name));
+  mode_t mask = umask(022);
+  umask(mask);
+  client::Attr attr;
+  SFS_ASSIGN_OR_RETURN(auto f, t.client().Create(t.cred(), parent, name, 0666 & ~mask,
+                                                 O_CREAT | O_EXCL | O_WRONLY, &attr, &spec));
+  return t.client().Close(f);
+}
+
+}  // namespace
+
+int RunSetstripe(int argc, char** argv) {
+  Args a;
+  int rc = ParseArgs(argc, argv, &a);
+  if (rc >= 0) return rc;
+  auto t = Target::Open(a.g, a.path);
+  if (!t.ok()) return Fail("setstripe", a.path, t.status());
+  Target& target = **t;
+  Status st = a.remove ? Status::Ok() : CheckAgainstOsts(target, a.spec);
+  if (!st.ok()) return Fail("setstripe", a.path, st);
+  auto attr = target.Stat(a.path);
+  if (!attr.ok() && attr.status().code() != ENOENT) return Fail("setstripe", a.path, attr.status());
+  if (!attr.ok()) {
+    if (a.remove) return Fail("setstripe", a.path, attr.status());
+    st = CreateWithLayout(target, a.path, a.spec);
+  } else if (S_ISDIR(attr->mode)) {
+    st = target.client().SetLayout(target.cred(), attr->ino, a.spec, a.remove);
+  } else if (a.remove) {
+    st = Status(ENOTDIR, "-d applies to directories only");
+  } else if (!S_ISREG(attr->mode)) {
+    st = Status(EINVAL, "not a regular file or directory");
+  } else if (attr->size > 0) {
+    st = Status(EBUSY, "file has data; restriping a file with data needs 'sfs migrate'");
+  } else {
+    st = target.client().SetLayout(target.cred(), attr->ino, a.spec, false);
+  }
+  return st.ok() ? 0 : Fail("setstripe", a.path, st);
+}
+
+}  // namespace sfs::tools
