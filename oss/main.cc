@@ -1,0 +1,170 @@
+// sfs-oss: the object storage server. Wires the pieces together and nothing
+// else: opens one ObjectStore per --ost directory, starts the RPC server first
+// (so a --listen port of 0 becomes the real port before we register it),
+// registers with the MDS in the background, prints `LISTENING host:port` once
+// the first registration succeeded, and on SIGTERM/SIGINT stops cleanly.
+//
+// Signals are blocked in every thread and taken synchronously with sigwait in
+// the main thread, so shutdown runs as ordinary code, not in a handler.
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/rpc/rpc.h"
+#include "oss/registrar/advertise.h"
+#include "oss/registrar/registrar.h"
+#include "oss/service/oss_service.h"
+#include "oss/store/object_store.h"
+
+namespace sfs::oss {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: sfs-oss --mds HOST:PORT --ost DIR [--ost DIR ...] --listen HOST:PORT "
+    "[--heartbeat-ms N] [--workers N] [--io-threads N]";
+
+struct Flags {
+  std::string mds;
+  std::vector<std::string> osts;
+  std::string listen;
+  int heartbeat_ms = 1000;
+  int workers = 8;
+  int io_threads = 2;
+};
+
+bool ParseInt(const std::string& s, int lo, int hi, int* out) {
+  char* end = nullptr;
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// Accepts "--flag value" and "--flag=value". Returns false on anything else.
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg.resize(eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return false;
+    }
+    if (arg == "--mds") f->mds = value;
+    else if (arg == "--ost") f->osts.push_back(value);
+    else if (arg == "--listen") f->listen = value;
+    else if (arg == "--heartbeat-ms") { if (!ParseInt(value, 1, 3600000, &f->heartbeat_ms)) return false; }
+    else if (arg == "--workers") { if (!ParseInt(value, 1, 1024, &f->workers)) return false; }
+    else if (arg == "--io-threads") { if (!ParseInt(value, 1, 64, &f->io_threads)) return false; }
+    else return false;
+  }
+  std::string host;
+  uint16_t port = 0;
+  return !f->osts.empty() && rpc::ParseAddress(f->mds, &host, &port).ok() &&
+         rpc::ParseAddress(f->listen, &host, &port).ok();
+}
+
+// The fd cache wants ~1024 descriptors per OST; take what the hard limit allows.
+void RaiseFdLimit() {
+  rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+Result<std::vector<std::unique_ptr<ObjectStore>>> OpenStores(const std::vector<std::string>& dirs) {
+  std::vector<std::unique_ptr<ObjectStore>> stores;
+  std::set<std::string> uuids;
+  for (const std::string& dir : dirs) {
+    SFS_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> s, OpenFileObjectStore(dir));
+    if (!uuids.insert(s->uuid()).second) {
+      return Status::Errno(EINVAL, "OST " + dir + " has the uuid of another --ost (same dir twice?)");
+    }
+    LOG_INFO("OST " << dir << " uuid " << s->uuid());
+    stores.push_back(std::move(s));
+  }
+  return stores;
+}
+
+int Fail(const Status& st) {
+  LOG_ERROR(st.ToString());
+  return 1;
+}
+
+// Registers, serves until a signal arrives, then stops everything in order.
+int Serve(const Flags& flags, std::vector<std::unique_ptr<ObjectStore>>& stores,
+          const sigset_t& signals) {
+  OssService service;
+  rpc::ServerOptions sopts;
+  (void)rpc::ParseAddress(flags.listen, &sopts.host, &sopts.port);  // checked by ParseFlags
+  sopts.worker_threads = flags.workers;
+  sopts.io_threads = flags.io_threads;
+  Result<std::unique_ptr<rpc::Server>> server = rpc::StartTcpServer(sopts, &service);
+  if (!server.ok()) return Fail(server.status());
+  Result<std::string> self = AdvertiseAddress(sopts.host, (*server)->port(), flags.mds);
+  if (!self.ok()) return Fail(self.status());
+
+  std::vector<ObjectStore*> raw;
+  for (auto& s : stores) raw.push_back(s.get());
+  std::once_flag announced;
+  auto on_registered = [&](const std::vector<uint32_t>& indices) {
+    OssService::Targets targets;
+    for (size_t i = 0; i < raw.size(); ++i) targets[indices[i]] = raw[i];
+    service.SetTargets(std::move(targets));
+    std::call_once(announced, [&] {
+      std::printf("LISTENING %s\n", self->c_str());
+      std::fflush(stdout);
+    });
+  };
+  std::unique_ptr<rpc::IoContext> io = rpc::IoContext::Create(1);
+  RegistrarOptions ropts;
+  ropts.self_address = *self;
+  ropts.heartbeat_interval = std::chrono::milliseconds(flags.heartbeat_ms);
+  Registrar registrar(ropts, raw, io->MakeTcpChannel(flags.mds), on_registered);
+  LOG_INFO("serving " << raw.size() << " OST(s) on " << *self << ", MDS " << flags.mds);
+  registrar.Start();
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  LOG_INFO("signal " << sig << ": stopping");
+  registrar.Stop();
+  (*server)->Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace sfs::oss
+
+int main(int argc, char** argv) {
+  using namespace sfs::oss;
+  sfs::SetLogTag("oss");
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) {
+    std::fprintf(stderr, "%s\n", kUsage);
+    return 2;
+  }
+  // Block before any thread starts so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  RaiseFdLimit();
+  auto stores = OpenStores(flags.osts);
+  if (!stores.ok()) return Fail(stores.status());
+  int rc = Serve(flags, *stores, signals);
+  LOG_INFO("stopped");
+  return rc;
+}

@@ -1,0 +1,161 @@
+// Registrar: registration and heartbeat loop of an OSS (see registrar.h).
+#include "oss/registrar/registrar.h"
+
+#include <random>
+
+#include "common/log.h"
+#include "mds.pb.h"
+
+namespace sfs::oss {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t RandomId() {
+  std::random_device rd;
+  return (uint64_t{rd()} << 32) | rd();
+}
+
+// The OstInfo list both RegisterOssReq and HeartbeatReq carry.
+void FillOsts(const std::vector<ObjectStore*>& stores, const std::vector<uint32_t>& indices,
+              const std::string& address,
+              google::protobuf::RepeatedPtrField<proto::OstInfo>* out) {
+  for (size_t i = 0; i < stores.size(); ++i) {
+    proto::OstInfo* info = out->Add();
+    info->set_uuid(stores[i]->uuid());
+    info->set_address(address);
+    info->set_up(true);
+    if (i < indices.size()) info->set_index(indices[i]);
+    Result<OstSpace> space = stores[i]->Statfs();
+    if (!space.ok()) {
+      LOG_WARN("statfs of OST " << stores[i]->uuid() << ": " << space.status().ToString());
+      continue;  // zeros: the MDS sees no free space and places nothing there
+    }
+    info->set_total_bytes(space->total_bytes);
+    info->set_free_bytes(space->free_bytes);
+    info->set_avail_bytes(space->avail_bytes);
+    info->set_total_inodes(space->total_inodes);
+    info->set_free_inodes(space->free_inodes);
+  }
+}
+
+}  // namespace
+
+Registrar::Registrar(RegistrarOptions opts, std::vector<ObjectStore*> stores,
+                     std::unique_ptr<rpc::Channel> mds, OnRegistered on_registered)
+    : opts_(std::move(opts)),
+      stores_(std::move(stores)),
+      mds_(std::move(mds)),
+      on_registered_(std::move(on_registered)),
+      client_id_(RandomId()) {}
+
+Registrar::~Registrar() { Stop(); }
+
+void Registrar::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void Registrar::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Registrar::SleepFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !cv_.wait_for(lock, d, [this] { return stopping_; });
+}
+
+void Registrar::Run() {
+  bool registered = false;
+  std::chrono::milliseconds backoff = opts_.min_backoff;
+  for (;;) {
+    if (!registered) {
+      Status st = Register();
+      registered = st.ok();
+      if (!registered) LogFailure("registration", st);
+      std::chrono::milliseconds wait = registered ? opts_.heartbeat_interval : backoff;
+      backoff = registered ? opts_.min_backoff : std::min(backoff * 2, opts_.max_backoff);
+      if (!SleepFor(wait)) return;
+      continue;
+    }
+    Status st = Heartbeat();
+    if (!st.ok()) {
+      // ENOENT/ESTALE: the MDS forgot us. A transport error: it may have
+      // restarted. Anything else: it is confused. Registration is idempotent
+      // on the MDS, so every case is handled by registering afresh, now.
+      LogFailure("heartbeat", st);
+      registered = false;
+      continue;
+    }
+    if (!SleepFor(opts_.heartbeat_interval)) return;
+  }
+}
+
+Status Registrar::CallMds(const std::string& payload, std::string* response_payload) {
+  rpc::Response resp;
+  rpc::CallOptions call_opts;
+  call_opts.timeout = opts_.rpc_timeout;
+  SFS_RETURN_IF_ERROR(mds_->Call(rpc::kServiceMds, payload, {}, {}, &resp, call_opts));
+  proto::MdsResponse parsed;
+  if (!parsed.ParseFromString(resp.payload)) return Status::Errno(EPROTO, "unparsable MDS reply");
+  if (parsed.status().code() != 0) {
+    return Status::Errno(parsed.status().code(), parsed.status().message());
+  }
+  *response_payload = std::move(resp.payload);
+  return Status::Ok();
+}
+
+Status Registrar::Register() {
+  proto::MdsRequest req;
+  req.set_client_id(client_id_);
+  req.set_xid(next_xid_++);
+  proto::RegisterOssReq* reg = req.mutable_register_oss();
+  reg->set_address(opts_.self_address);
+  FillOsts(stores_, {}, opts_.self_address, reg->mutable_osts());
+  std::string reply;
+  SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
+  proto::MdsResponse resp;
+  resp.ParseFromString(reply);
+  const auto& got = resp.register_oss().indices();
+  if (static_cast<size_t>(got.size()) != stores_.size()) {
+    return Status::Errno(EPROTO, "MDS returned " + std::to_string(got.size()) + " indices for " +
+                                     std::to_string(stores_.size()) + " OSTs");
+  }
+  std::vector<uint32_t> indices(got.begin(), got.end());
+  if (indices != indices_) {
+    for (size_t i = 0; i < stores_.size(); ++i) {
+      LOG_INFO("OST " << stores_[i]->uuid() << " is index " << indices[i]);
+    }
+  }
+  indices_ = indices;
+  registrations_.fetch_add(1);
+  LOG_INFO("registered with MDS " << mds_->address() << " as " << opts_.self_address);
+  on_registered_(indices_);
+  return Status::Ok();
+}
+
+Status Registrar::Heartbeat() {
+  proto::MdsRequest req;
+  req.set_client_id(client_id_);
+  req.set_xid(next_xid_++);
+  proto::HeartbeatReq* hb = req.mutable_heartbeat();
+  hb->set_address(opts_.self_address);
+  FillOsts(stores_, indices_, opts_.self_address, hb->mutable_osts());
+  std::string reply;
+  SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
+  heartbeats_.fetch_add(1);
+  return Status::Ok();
+}
+
+// While the MDS is away, one line every few seconds is plenty.
+void Registrar::LogFailure(const char* what, const Status& st) {
+  Clock::time_point now = Clock::now();
+  if (now - last_failure_log_ < std::chrono::seconds(5)) return;
+  last_failure_log_ = now;
+  LOG_WARN(what << " with MDS " << mds_->address() << " failed: " << st.ToString()
+                << " (retrying)");
+}
+
+}  // namespace sfs::oss

@@ -1,0 +1,90 @@
+// Registrar: keeps this OSS known to the MDS.
+//
+// On its own thread it sends RegisterOssReq{address, osts[uuid, space]} until
+// the MDS answers OK (retrying with capped exponential backoff), hands the
+// assigned OST indices to a callback, then sends a HeartbeatReq with fresh
+// statfs numbers every heartbeat interval. If a heartbeat fails in any way (the
+// MDS is unreachable, restarted, or answers ENOENT/ESTALE because it forgot
+// us), the next contact is a full re-registration, which the MDS treats
+// idempotently (known uuids keep their indices; the address is updated).
+//
+// The data path never waits on this thread: the service only reads the index
+// map the callback installs. Each MDS request carries a random per-process
+// client id and a fresh xid, so the MDS's de-duplication never confuses two.
+//
+// Thread safety: Start() and Stop() are called from one controlling thread.
+// The callback runs on the registrar thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rpc/rpc.h"
+#include "oss/store/object_store.h"
+
+namespace sfs::oss {
+
+struct RegistrarOptions {
+  std::string self_address;  // "host:port" clients use to reach this OSS
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds rpc_timeout{3000};
+  std::chrono::milliseconds min_backoff{50};
+  std::chrono::milliseconds max_backoff{2000};
+};
+
+class Registrar {
+ public:
+  // Receives the index of stores[i] at indices[i], after every registration.
+  using OnRegistered = std::function<void(const std::vector<uint32_t>& indices)>;
+
+  // REQUIRES: stores outlive the registrar; channel leads to the MDS.
+  Registrar(RegistrarOptions opts, std::vector<ObjectStore*> stores,
+            std::unique_ptr<rpc::Channel> mds, OnRegistered on_registered);
+  ~Registrar();  // Stop()s
+
+  void Start();
+  // Wakes the thread and joins it; returns within about one rpc_timeout.
+  void Stop();
+
+  // Counters, for tests and logs.
+  uint64_t registrations() const { return registrations_.load(); }
+  uint64_t heartbeats() const { return heartbeats_.load(); }
+
+ private:
+  void Run();
+  // Sends one registration; on success installs the indices.
+  Status Register();
+  Status Heartbeat();
+  // One round trip to the MDS: transport errors as they come, then the
+  // response's own status (EPROTO if it does not parse).
+  Status CallMds(const std::string& payload, std::string* response_payload);
+  // Sleeps for d unless stopped first; returns false iff stopped.
+  bool SleepFor(std::chrono::milliseconds d);
+  void LogFailure(const char* what, const Status& st);
+
+  const RegistrarOptions opts_;
+  const std::vector<ObjectStore*> stores_;
+  const std::unique_ptr<rpc::Channel> mds_;
+  const OnRegistered on_registered_;
+  const uint64_t client_id_;
+  uint64_t next_xid_ = 1;                 // registrar thread only
+  std::vector<uint32_t> indices_;         // registrar thread only
+  std::chrono::steady_clock::time_point last_failure_log_{};  // registrar thread only
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+  std::thread thread_;
+  std::atomic<uint64_t> registrations_{0};
+  std::atomic<uint64_t> heartbeats_{0};
+};
+
+}  // namespace sfs::oss

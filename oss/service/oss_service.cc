@@ -1,0 +1,119 @@
+// OssService: request decoding, validation and one thin function per op.
+//
+// File data is never copied here: a write hands the request's bulk vector to
+// the store as a span, and a read sizes reply->bulk once and has the store
+// pread straight into it. (vector::resize zero-fills first; the store then
+// overwrites it. A default-initialising allocator on rpc::Reply::bulk would
+// save that one memset pass.)
+#include "oss/service/oss_service.h"
+
+#include "common/log.h"
+#include "oss.pb.h"
+
+namespace sfs::oss {
+namespace {
+
+using proto::OssRequest;
+using proto::OssResponse;
+
+Status DoRead(ObjectStore& store, const OssRequest& req, OssResponse* resp, rpc::Reply* reply) {
+  uint64_t len = req.read().length();
+  if (len > OssService::kMaxIo) return Status::Errno(EINVAL, "read length over 64 MiB");
+  reply->bulk.resize(len);
+  Result<uint64_t> got = store.Read(req.oid(), req.read().offset(), reply->bulk);
+  if (!got.ok()) {
+    reply->bulk.clear();
+    return got.status();
+  }
+  resp->set_read_size(*got);
+  return Status::Ok();
+}
+
+Status DoWrite(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq) {
+  if (rreq.bulk.empty()) return Status::Errno(EINVAL, "write without bulk data");
+  if (rreq.bulk.size() > OssService::kMaxIo) return Status::Errno(EINVAL, "write bulk over 64 MiB");
+  return store.Write(req.oid(), req.write().offset(), rreq.bulk, req.write().sync());
+}
+
+Status DoStat(ObjectStore& store, const OssRequest& req, OssResponse* resp) {
+  SFS_ASSIGN_OR_RETURN(ObjectAttr attr, store.Stat(req.oid()));
+  proto::ObjStatResp* out = resp->mutable_stat();
+  out->set_exists(attr.exists);
+  out->set_size(attr.size);
+  out->set_blocks(attr.blocks);
+  return Status::Ok();
+}
+
+Status DoStatfs(ObjectStore& store, OssResponse* resp) {
+  SFS_ASSIGN_OR_RETURN(OstSpace space, store.Statfs());
+  proto::OstStatfsResp* out = resp->mutable_statfs();
+  out->set_total_bytes(space.total_bytes);
+  out->set_free_bytes(space.free_bytes);
+  out->set_avail_bytes(space.avail_bytes);
+  out->set_total_inodes(space.total_inodes);
+  out->set_free_inodes(space.free_inodes);
+  return Status::Ok();
+}
+
+Status Dispatch(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq,
+                OssResponse* resp, rpc::Reply* reply) {
+  switch (req.op_case()) {
+    case OssRequest::kRead: return DoRead(store, req, resp, reply);
+    case OssRequest::kWrite: return DoWrite(store, req, rreq);
+    case OssRequest::kTruncate: return store.Truncate(req.oid(), req.truncate().size());
+    case OssRequest::kPunch:
+      return store.Punch(req.oid(), req.punch().offset(), req.punch().length());
+    case OssRequest::kStat: return DoStat(store, req, resp);
+    case OssRequest::kDestroy: return store.Destroy(req.oid());
+    case OssRequest::kSync: return store.Sync(req.oid());
+    case OssRequest::kStatfs: return DoStatfs(store, resp);
+    case OssRequest::OP_NOT_SET: break;
+  }
+  return Status::Errno(EPROTO, "request has no known op");
+}
+
+void Finish(const Status& st, OssResponse* resp, rpc::Reply* reply) {
+  if (!st.ok()) {
+    resp->mutable_status()->set_code(st.code());
+    resp->mutable_status()->set_message(st.message());
+  }
+  resp->SerializeToString(&reply->payload);
+}
+
+}  // namespace
+
+void OssService::SetTargets(Targets targets) {
+  auto fresh = std::make_shared<const Targets>(std::move(targets));
+  std::lock_guard<std::mutex> lock(mu_);
+  targets_ = std::move(fresh);
+}
+
+ObjectStore* OssService::Find(uint32_t ost) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = targets_->find(ost);
+  return it == targets_->end() ? nullptr : it->second;
+}
+
+void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
+  OssRequest oreq;
+  OssResponse resp;
+  reply->bulk.clear();
+  if (req.service != rpc::kServiceOss || !oreq.ParseFromString(req.payload)) {
+    LOG_WARN("malformed request from " << req.peer);
+    return Finish(Status::Errno(EPROTO, "malformed OSS request"), &resp, reply);
+  }
+  ObjectStore* store = Find(oreq.ost());
+  if (store == nullptr) {
+    return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);
+  }
+  Status st = Dispatch(*store, oreq, req, &resp, reply);
+  if (st.code() == EIO) {  // a failing disk is worth an operator's attention
+    LOG_WARN("ost " << oreq.ost() << " oid " << oreq.oid() << ": " << st.ToString());
+  } else if (!st.ok()) {
+    LOG_DEBUG("ost " << oreq.ost() << " oid " << oreq.oid() << " op " << oreq.op_case() << ": "
+                     << st.ToString());
+  }
+  Finish(st, &resp, reply);
+}
+
+}  // namespace sfs::oss

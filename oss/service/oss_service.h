@@ -1,0 +1,50 @@
+// OssService: the RPC handler of sfs-oss. Decodes an OssRequest, checks it,
+// runs it on the ObjectStore of the OST index it names, and packs the reply.
+//
+// Errors (in the reply's status; the handler never fails otherwise):
+//   payload that does not parse, wrong service, no op  -> EPROTO
+//   OST index this OSS does not serve (yet)              -> ESTALE
+//   read length or write bulk over kMaxIo, empty write   -> EINVAL
+//   anything the store reports (ENOSPC, EIO, EFBIG ...)  -> passed through
+// A read replies with exactly `length` bytes of bulk (zeros past the data) and
+// read_size = bytes that exist; a failed read replies with no bulk.
+//
+// The OST index map is empty until the MDS has assigned indices (SetTargets),
+// so requests that arrive before the first registration get ESTALE.
+//
+// Thread safety: Handle() runs concurrently on many worker threads;
+// SetTargets() may be called at any time from another thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/rpc/rpc.h"
+#include "oss/store/object_store.h"
+
+namespace sfs::oss {
+
+class OssService : public rpc::Handler {
+ public:
+  static constexpr uint64_t kMaxIo = 64ull << 20;
+
+  // Maps OST index -> store. REQUIRES: every store outlives this service.
+  using Targets = std::unordered_map<uint32_t, ObjectStore*>;
+
+  OssService() = default;
+  void SetTargets(Targets targets);
+
+  void Handle(rpc::Request& req, rpc::Reply* reply) override;
+
+ private:
+  ObjectStore* Find(uint32_t ost) const;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const Targets> targets_ = std::make_shared<Targets>();  // guarded by mu_
+};
+
+}  // namespace sfs::oss

@@ -1,0 +1,184 @@
+// Unit tests of OssService::Handle with real stores on a temp dir, no network.
+#include "oss/service/oss_service.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "oss.pb.h"
+#include "oss/testing/temp_dir.h"
+
+namespace sfs::oss {
+namespace {
+
+using proto::OssRequest;
+using proto::OssResponse;
+
+class OssServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 2; ++i) {
+      auto s = OpenFileObjectStore(dir_.path() + "/ost" + std::to_string(i));
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      stores_.push_back(std::move(s).value());
+    }
+    // Indices as an MDS might assign them: not necessarily 0-based or dense.
+    service_.SetTargets({{3, stores_[0].get()}, {7, stores_[1].get()}});
+  }
+
+  OssResponse Call(const OssRequest& req, std::vector<uint8_t> bulk = {},
+                   std::vector<uint8_t>* reply_bulk = nullptr) {
+    rpc::Request r;
+    r.service = rpc::kServiceOss;
+    req.SerializeToString(&r.payload);
+    r.bulk = std::move(bulk);
+    return CallRaw(r, reply_bulk);
+  }
+
+  OssResponse CallRaw(rpc::Request& r, std::vector<uint8_t>* reply_bulk = nullptr) {
+    rpc::Reply reply;
+    service_.Handle(r, &reply);
+    OssResponse resp;
+    EXPECT_TRUE(resp.ParseFromString(reply.payload));
+    if (reply_bulk) *reply_bulk = std::move(reply.bulk);
+    return resp;
+  }
+
+  static OssRequest Req(uint32_t ost, uint64_t oid) {
+    OssRequest req;
+    req.set_ost(ost);
+    req.set_oid(oid);
+    return req;
+  }
+
+  OssResponse Write(uint32_t ost, uint64_t oid, uint64_t off, std::vector<uint8_t> data) {
+    OssRequest req = Req(ost, oid);
+    req.mutable_write()->set_offset(off);
+    return Call(req, std::move(data));
+  }
+
+  OssResponse Read(uint32_t ost, uint64_t oid, uint64_t off, uint64_t len,
+                   std::vector<uint8_t>* out) {
+    OssRequest req = Req(ost, oid);
+    req.mutable_read()->set_offset(off);
+    req.mutable_read()->set_length(len);
+    return Call(req, {}, out);
+  }
+
+  TempDir dir_;
+  std::vector<std::unique_ptr<ObjectStore>> stores_;
+  OssService service_;
+};
+
+TEST_F(OssServiceTest, WriteThenReadReturnsExactlyLengthBytesAndReadSize) {
+  ASSERT_EQ(Write(3, 42, 10, {1, 2, 3, 4}).status().code(), 0);
+  std::vector<uint8_t> out;
+  OssResponse resp = Read(3, 42, 8, 10, &out);
+  EXPECT_EQ(resp.status().code(), 0);
+  EXPECT_EQ(resp.read_size(), 6u);
+  EXPECT_EQ(out, (std::vector<uint8_t>{0, 0, 1, 2, 3, 4, 0, 0, 0, 0}));
+}
+
+TEST_F(OssServiceTest, OstIndicesSelectTheirOwnStores) {
+  ASSERT_EQ(Write(3, 1, 0, {9}).status().code(), 0);
+  std::vector<uint8_t> out;
+  OssResponse resp = Read(7, 1, 0, 1, &out);
+  EXPECT_EQ(resp.read_size(), 0u);
+  EXPECT_EQ(out, std::vector<uint8_t>{0});
+}
+
+TEST_F(OssServiceTest, UnknownOstIsEstale) {
+  std::vector<uint8_t> out;
+  EXPECT_EQ(Read(0, 1, 0, 10, &out).status().code(), ESTALE);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(Write(4, 1, 0, {1}).status().code(), ESTALE);
+}
+
+TEST_F(OssServiceTest, NoOstsBeforeRegistrationMeansEstale) {
+  OssService fresh;
+  rpc::Request r;
+  r.service = rpc::kServiceOss;
+  OssRequest req = Req(0, 1);
+  req.mutable_stat();
+  req.SerializeToString(&r.payload);
+  rpc::Reply reply;
+  fresh.Handle(r, &reply);
+  OssResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(reply.payload));
+  EXPECT_EQ(resp.status().code(), ESTALE);
+}
+
+TEST_F(OssServiceTest, GarbagePayloadIsEproto) {
+  rpc::Request r;
+  r.service = rpc::kServiceOss;
+  r.payload = std::string("\xff\xff\xff\xff\xff\x0f garbage", 14);
+  EXPECT_EQ(CallRaw(r).status().code(), EPROTO);
+}
+
+TEST_F(OssServiceTest, RequestWithoutOpIsEproto) {
+  EXPECT_EQ(Call(Req(3, 1)).status().code(), EPROTO);
+}
+
+TEST_F(OssServiceTest, WrongServiceIsEproto) {
+  rpc::Request r;
+  r.service = rpc::kServiceMds;
+  OssRequest req = Req(3, 1);
+  req.mutable_stat();
+  req.SerializeToString(&r.payload);
+  EXPECT_EQ(CallRaw(r).status().code(), EPROTO);
+}
+
+TEST_F(OssServiceTest, OversizedReadAndBulklessWriteAreEinval) {
+  std::vector<uint8_t> out;
+  EXPECT_EQ(Read(3, 1, 0, OssService::kMaxIo + 1, &out).status().code(), EINVAL);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(Write(3, 1, 0, {}).status().code(), EINVAL);
+}
+
+TEST_F(OssServiceTest, StatTruncatePunchDestroyRoundTrip) {
+  OssRequest trunc = Req(7, 5);
+  trunc.mutable_truncate()->set_size(1 << 20);
+  ASSERT_EQ(Call(trunc).status().code(), 0);
+  ASSERT_EQ(Write(7, 5, 0, std::vector<uint8_t>(8192, 7)).status().code(), 0);
+
+  OssRequest punch = Req(7, 5);
+  punch.mutable_punch()->set_offset(0);
+  punch.mutable_punch()->set_length(4096);
+  ASSERT_EQ(Call(punch).status().code(), 0);
+
+  OssRequest stat = Req(7, 5);
+  stat.mutable_stat();
+  OssResponse st = Call(stat);
+  EXPECT_TRUE(st.stat().exists());
+  EXPECT_EQ(st.stat().size(), 1u << 20);
+  EXPECT_GE(st.stat().blocks(), 8u);
+
+  OssRequest destroy = Req(7, 5);
+  destroy.mutable_destroy();
+  EXPECT_EQ(Call(destroy).status().code(), 0);
+  EXPECT_EQ(Call(destroy).status().code(), 0);  // again: ENOENT is success
+  EXPECT_FALSE(Call(stat).stat().exists());
+}
+
+TEST_F(OssServiceTest, SyncWriteAndSyncOpSucceed) {
+  OssRequest req = Req(3, 8);
+  req.mutable_write()->set_offset(0);
+  req.mutable_write()->set_sync(true);
+  EXPECT_EQ(Call(req, {1, 2, 3}).status().code(), 0);
+  OssRequest sync = Req(3, 8);
+  sync.mutable_sync();
+  EXPECT_EQ(Call(sync).status().code(), 0);
+}
+
+TEST_F(OssServiceTest, StatfsReportsSpace) {
+  OssRequest req = Req(3, 0);
+  req.mutable_statfs();
+  OssResponse resp = Call(req);
+  EXPECT_EQ(resp.status().code(), 0);
+  EXPECT_GT(resp.statfs().total_bytes(), 0u);
+  EXPECT_GT(resp.statfs().total_inodes(), 0u);
+}
+
+}  // namespace
+}  // namespace sfs::oss

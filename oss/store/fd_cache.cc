@@ -1,0 +1,69 @@
+// FdCache: sharded LRU of open object files (see fd_cache.h for the contract).
+#include "oss/store/fd_cache.h"
+
+#include <unistd.h>
+
+#include "common/status.h"
+
+namespace sfs::oss {
+
+Fd::~Fd() { ::close(fd_); }
+
+FdCache::FdCache(size_t capacity)
+    : per_shard_capacity_(capacity < kShards ? 1 : capacity / kShards), shards_(kShards) {
+  SFS_CHECK(capacity > 0);
+}
+
+std::shared_ptr<Fd> FdCache::Lookup(uint64_t oid) {
+  Shard& s = ShardOf(oid);
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.map.find(oid);
+  if (it == s.map.end()) return nullptr;
+  s.lru.splice(s.lru.begin(), s.lru, it->second);
+  return it->second->second;
+}
+
+std::shared_ptr<Fd> FdCache::Insert(uint64_t oid, std::shared_ptr<Fd> fd, uint64_t epoch) {
+  std::shared_ptr<Fd> evicted;  // closed after the lock is released
+  Shard& s = ShardOf(oid);
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.map.find(oid);
+  if (it != s.map.end()) {
+    s.lru.splice(s.lru.begin(), s.lru, it->second);
+    return it->second->second;
+  }
+  // Erase() bumps the epoch under a shard lock after unlinking, so checking it
+  // under the lock is enough to never cache a file that was just destroyed.
+  if (epoch_.load(std::memory_order_acquire) != epoch) return fd;
+  s.lru.emplace_front(oid, fd);
+  s.map.emplace(oid, s.lru.begin());
+  if (s.lru.size() > per_shard_capacity_) {
+    evicted = std::move(s.lru.back().second);
+    s.map.erase(s.lru.back().first);
+    s.lru.pop_back();
+  }
+  return fd;
+}
+
+void FdCache::Erase(uint64_t oid) {
+  std::shared_ptr<Fd> dropped;
+  Shard& s = ShardOf(oid);
+  std::lock_guard<std::mutex> lock(s.mu);
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+  auto it = s.map.find(oid);
+  if (it == s.map.end()) return;
+  dropped = std::move(it->second->second);
+  s.lru.erase(it->second);
+  s.map.erase(it);
+}
+
+size_t FdCache::size() const {
+  size_t n = 0;
+  for (const Shard& s : shards_) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    n += s.lru.size();
+  }
+  return n;
+}
+
+}  // namespace sfs::oss

@@ -1,0 +1,83 @@
+// FdCache: a bounded LRU of open object files, keyed by object id.
+//
+// Opening a file per request costs a path walk and an inode lookup; the cache
+// keeps the most recently used descriptors open instead. Entries are handed out
+// as shared_ptr<Fd>, so evicting an entry never closes a descriptor that another
+// thread is still using: the file closes when its last user lets go.
+//
+// Thread safety: all methods are safe to call concurrently. The map is split
+// into shards, each with its own mutex, so I/O threads on different objects
+// rarely contend; no lock is held across a system call (an evicted descriptor
+// is closed after its shard's lock is released).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace sfs::oss {
+
+// An open object file. Closes the descriptor on destruction.
+class Fd {
+ public:
+  explicit Fd(int fd, bool created) : fd_(fd), dir_dirty_(created) {}
+  ~Fd();
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  int get() const { return fd_; }
+  // True iff this descriptor created the file and no one has yet made the
+  // directory entry durable; clears the flag (the caller must fsync the dir,
+  // and call MarkDirDirty() again if that fails).
+  bool TakeDirDirty() { return dir_dirty_.exchange(false); }
+  void MarkDirDirty() { dir_dirty_.store(true); }
+
+ private:
+  const int fd_;
+  std::atomic<bool> dir_dirty_;
+};
+
+class FdCache {
+ public:
+  // REQUIRES: capacity > 0.
+  explicit FdCache(size_t capacity);
+
+  // The cached file of oid, or null. Marks it most recently used.
+  std::shared_ptr<Fd> Lookup(uint64_t oid);
+
+  // Caches fd for oid unless `epoch` differs from the current epoch (an Erase
+  // happened since the caller read it). If oid is already cached, returns that
+  // entry instead of fd, so all threads share one descriptor per object.
+  std::shared_ptr<Fd> Insert(uint64_t oid, std::shared_ptr<Fd> fd, uint64_t epoch);
+
+  // Drops oid's entry and advances the epoch (so racing opens do not re-cache
+  // a file that is being removed).
+  void Erase(uint64_t oid);
+
+  // Read before opening a file that will be passed to Insert.
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+
+  size_t size() const;
+
+ private:
+  using LruList = std::list<std::pair<uint64_t, std::shared_ptr<Fd>>>;
+  struct Shard {
+    mutable std::mutex mu;
+    LruList lru;  // front = most recently used; guarded by mu
+    std::unordered_map<uint64_t, LruList::iterator> map;  // guarded by mu
+  };
+  static constexpr size_t kShards = 16;
+
+  Shard& ShardOf(uint64_t oid) { return shards_[oid % kShards]; }
+
+  std::atomic<uint64_t> epoch_{0};
+  size_t per_shard_capacity_;
+  std::vector<Shard> shards_;
+};
+
+}  // namespace sfs::oss

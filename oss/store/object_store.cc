@@ -1,0 +1,328 @@
+// File-backed ObjectStore: one OST directory, one sparse file per object.
+//
+// Data goes straight between the caller's buffer and the file with pread/pwrite
+// (positional, so many threads share one descriptor without locking). Open
+// descriptors live in an FdCache; Destroy unlinks first and evicts second so a
+// racing open can never re-cache the removed file (see FdCache::Insert).
+//
+// Durability: a sync write or Sync fdatasyncs the object and, the first time
+// after the object was created, fsyncs its directory so the name survives a
+// crash too. Without sync, data is in the page cache: it survives the OSS
+// process dying, not the machine.
+#include "oss/store/object_store.h"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "common/log.h"
+#include "oss/store/fd_cache.h"
+
+namespace sfs::oss {
+namespace {
+
+constexpr uint64_t kMaxOffset = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
+
+// OK iff [off, off + len) is addressable by off_t.
+Status CheckRange(uint64_t off, uint64_t len, int err) {
+  if (off > kMaxOffset || len > kMaxOffset - off) {
+    return Status::Errno(err, "range beyond the maximum object size");
+  }
+  return Status::Ok();
+}
+
+std::string Hex(uint64_t v, int digits) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%0*llx", digits, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Status MakeDir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return Status::Ok();
+  return Status::FromErrno("mkdir " + path);
+}
+
+// mkdir -p.
+Status MakeDirs(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    struct stat st;
+    std::string parent = path.substr(0, slash);
+    if (::stat(parent.c_str(), &st) != 0) SFS_RETURN_IF_ERROR(MakeDirs(parent));
+  }
+  return MakeDir(path);
+}
+
+Status FsyncPath(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("open " + path);
+  Status st = ::fsync(fd) == 0 ? Status::Ok() : Status::FromErrno("fsync " + path);
+  ::close(fd);
+  return st;
+}
+
+Status WriteAll(int fd, const uint8_t* p, size_t n, uint64_t off) {
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("pwrite");
+    }
+    if (w == 0) return Status::Errno(EIO, "pwrite wrote nothing");
+    p += w;
+    n -= static_cast<size_t>(w);
+    off += static_cast<uint64_t>(w);
+  }
+  return Status::Ok();
+}
+
+// Reads until dest is full or EOF; returns the bytes read.
+Result<uint64_t> ReadAll(int fd, std::span<uint8_t> dest, uint64_t off) {
+  size_t done = 0;
+  while (done < dest.size()) {
+    ssize_t r = ::pread(fd, dest.data() + done, dest.size() - done, static_cast<off_t>(off + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("pread");
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  return static_cast<uint64_t>(done);
+}
+
+Result<std::string> ReadFileString(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("open " + path);
+  std::vector<uint8_t> buf(128);
+  Result<uint64_t> n = ReadAll(fd, buf, 0);
+  ::close(fd);
+  if (!n.ok()) return n.status();
+  return std::string(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(*n));
+}
+
+std::string NewUuid() {
+  std::random_device rd;
+  uint64_t hi = (uint64_t{rd()} << 32) | rd();
+  uint64_t lo = (uint64_t{rd()} << 32) | rd();
+  return Hex(hi, 16) + Hex(lo, 16);
+}
+
+bool IsUuid(const std::string& s) {
+  return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// Writes a fresh uuid to dir/ost_uuid atomically (temp file, fsync, rename).
+Status CreateUuidFile(const std::string& dir, const std::string& uuid) {
+  std::string tmp = dir + "/ost_uuid.tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("create " + tmp);
+  std::string line = uuid + "\n";
+  Status st = WriteAll(fd, reinterpret_cast<const uint8_t*>(line.data()), line.size(), 0);
+  if (st.ok() && ::fsync(fd) != 0) st = Status::FromErrno("fsync " + tmp);
+  ::close(fd);
+  SFS_RETURN_IF_ERROR(st);
+  if (::rename(tmp.c_str(), (dir + "/ost_uuid").c_str()) != 0) {
+    return Status::FromErrno("rename " + tmp);
+  }
+  return FsyncPath(dir);
+}
+
+Result<std::string> LoadOrCreateUuid(const std::string& dir) {
+  std::string path = dir + "/ost_uuid";
+  Result<std::string> text = ReadFileString(path);
+  if (!text.ok() && text.status().code() != ENOENT) return text.status();
+  if (!text.ok()) {
+    std::string uuid = NewUuid();
+    SFS_RETURN_IF_ERROR(CreateUuidFile(dir, uuid));
+    LOG_INFO("created OST " << dir << " uuid " << uuid);
+    return uuid;
+  }
+  std::string uuid = *text;
+  while (!uuid.empty() && (uuid.back() == '\n' || uuid.back() == ' ')) uuid.pop_back();
+  if (!IsUuid(uuid)) return Status::Errno(EINVAL, path + ": not a 32-hex-digit uuid");
+  return uuid;
+}
+
+class FileObjectStore : public ObjectStore {
+ public:
+  FileObjectStore(std::string dir, std::string uuid, const FileStoreOptions& opts)
+      : dir_(std::move(dir)), uuid_(std::move(uuid)), cache_(opts.fd_cache_capacity) {}
+
+  const std::string& uuid() const override { return uuid_; }
+  Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest) override;
+  Status Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data, bool sync) override;
+  Status Truncate(uint64_t oid, uint64_t size) override;
+  Status Punch(uint64_t oid, uint64_t off, uint64_t len) override;
+  Result<ObjectAttr> Stat(uint64_t oid) override;
+  Status Destroy(uint64_t oid) override;
+  Status Sync(uint64_t oid) override;
+  Result<OstSpace> Statfs() override;
+
+ private:
+  std::string SubdirOf(uint64_t oid) const { return dir_ + "/objects/" + Hex(oid % 256, 2); }
+  std::string PathOf(uint64_t oid) const { return SubdirOf(oid) + "/" + Hex(oid, 16); }
+
+  // The object's open file; with !create a missing object yields null.
+  Result<std::shared_ptr<Fd>> GetFd(uint64_t oid, bool create);
+  Result<std::shared_ptr<Fd>> OpenFile(uint64_t oid, bool create);
+  // fdatasync, plus the directory entry if this file was created unsynced.
+  Status SyncFd(uint64_t oid, Fd& fd);
+  Status ZeroRange(int fd, uint64_t off, uint64_t len);
+
+  const std::string dir_;
+  const std::string uuid_;
+  FdCache cache_;
+};
+
+Result<std::shared_ptr<Fd>> FileObjectStore::GetFd(uint64_t oid, bool create) {
+  if (std::shared_ptr<Fd> fd = cache_.Lookup(oid)) return fd;
+  uint64_t epoch = cache_.epoch();
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, OpenFile(oid, create));
+  if (!fd) return fd;
+  return cache_.Insert(oid, std::move(fd), epoch);
+}
+
+Result<std::shared_ptr<Fd>> FileObjectStore::OpenFile(uint64_t oid, bool create) {
+  std::string path = PathOf(oid);
+  for (;;) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0) return std::make_shared<Fd>(fd, false);
+    if (errno != ENOENT) return Status::FromErrno("open " + path);
+    if (!create) return std::shared_ptr<Fd>();
+    // O_EXCL tells us whether this call created the file, which decides
+    // whether a later sync must also make the directory entry durable.
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) return std::make_shared<Fd>(fd, true);
+    if (errno != EEXIST) return Status::FromErrno("create " + path);
+  }
+}
+
+Status FileObjectStore::SyncFd(uint64_t oid, Fd& fd) {
+  if (::fdatasync(fd.get()) != 0) return Status::FromErrno("fdatasync " + PathOf(oid));
+  if (!fd.TakeDirDirty()) return Status::Ok();
+  Status st = FsyncPath(SubdirOf(oid));
+  if (!st.ok()) fd.MarkDirDirty();
+  return st;
+}
+
+Result<uint64_t> FileObjectStore::Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest) {
+  SFS_RETURN_IF_ERROR(CheckRange(off, dest.size(), EINVAL));
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
+  uint64_t got = 0;
+  if (fd) {
+    SFS_ASSIGN_OR_RETURN(got, ReadAll(fd->get(), dest, off));
+  }
+  std::memset(dest.data() + got, 0, dest.size() - got);
+  return got;
+}
+
+Status FileObjectStore::Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data,
+                              bool sync) {
+  SFS_RETURN_IF_ERROR(CheckRange(off, data.size(), EFBIG));
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/true));
+  SFS_RETURN_IF_ERROR(WriteAll(fd->get(), data.data(), data.size(), off));
+  return sync ? SyncFd(oid, *fd) : Status::Ok();
+}
+
+Status FileObjectStore::Truncate(uint64_t oid, uint64_t size) {
+  SFS_RETURN_IF_ERROR(CheckRange(size, 0, EFBIG));
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/true));
+  if (::ftruncate(fd->get(), static_cast<off_t>(size)) != 0) {
+    return Status::FromErrno("ftruncate " + PathOf(oid));
+  }
+  return Status::Ok();
+}
+
+Status FileObjectStore::Punch(uint64_t oid, uint64_t off, uint64_t len) {
+  SFS_RETURN_IF_ERROR(CheckRange(off, len, EINVAL));
+  if (len == 0) return Status::Ok();
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
+  if (!fd) return Status::Ok();
+  int mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+  if (::fallocate(fd->get(), mode, static_cast<off_t>(off), static_cast<off_t>(len)) == 0) {
+    return Status::Ok();
+  }
+  if (errno != EOPNOTSUPP) return Status::FromErrno("punch " + PathOf(oid));
+  return ZeroRange(fd->get(), off, len);
+}
+
+// Fallback for file systems without hole punching: writes zeros over the part
+// of the range inside the object (never extending it).
+Status FileObjectStore::ZeroRange(int fd, uint64_t off, uint64_t len) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Status::FromErrno("fstat");
+  uint64_t end = std::min(off + len, static_cast<uint64_t>(st.st_size));
+  static const std::vector<uint8_t> zeros(1 << 20);
+  for (uint64_t pos = off; pos < end;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(end - pos, zeros.size()));
+    SFS_RETURN_IF_ERROR(WriteAll(fd, zeros.data(), n, pos));
+    pos += n;
+  }
+  return Status::Ok();
+}
+
+Result<ObjectAttr> FileObjectStore::Stat(uint64_t oid) {
+  struct stat st;
+  if (::stat(PathOf(oid).c_str(), &st) != 0) {
+    if (errno == ENOENT) return ObjectAttr{};
+    return Status::FromErrno("stat " + PathOf(oid));
+  }
+  return ObjectAttr{true, static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_blocks)};
+}
+
+Status FileObjectStore::Destroy(uint64_t oid) {
+  // Unlink before evicting: an open racing with us then either fails with
+  // ENOENT / creates a new file, or sees the epoch bump and does not cache.
+  Status st;
+  if (::unlink(PathOf(oid).c_str()) != 0 && errno != ENOENT) {
+    st = Status::FromErrno("unlink " + PathOf(oid));
+  }
+  cache_.Erase(oid);
+  return st;
+}
+
+Status FileObjectStore::Sync(uint64_t oid) {
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
+  if (!fd) return Status::Ok();
+  return SyncFd(oid, *fd);
+}
+
+Result<OstSpace> FileObjectStore::Statfs() {
+  struct statvfs vfs;
+  if (::statvfs(dir_.c_str(), &vfs) != 0) return Status::FromErrno("statvfs " + dir_);
+  OstSpace s;
+  uint64_t frsize = vfs.f_frsize ? vfs.f_frsize : vfs.f_bsize;
+  s.total_bytes = uint64_t{vfs.f_blocks} * frsize;
+  s.free_bytes = uint64_t{vfs.f_bfree} * frsize;
+  s.avail_bytes = uint64_t{vfs.f_bavail} * frsize;
+  s.total_inodes = vfs.f_files;
+  s.free_inodes = vfs.f_ffree;
+  return s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectStore>> OpenFileObjectStore(const std::string& dir,
+                                                         const FileStoreOptions& opts) {
+  if (dir.empty()) return Status::Errno(EINVAL, "empty OST directory");
+  if (opts.fd_cache_capacity == 0) return Status::Errno(EINVAL, "fd cache capacity is 0");
+  SFS_RETURN_IF_ERROR(MakeDirs(dir));
+  SFS_RETURN_IF_ERROR(MakeDir(dir + "/objects"));
+  for (uint64_t i = 0; i < 256; ++i) SFS_RETURN_IF_ERROR(MakeDir(dir + "/objects/" + Hex(i, 2)));
+  SFS_ASSIGN_OR_RETURN(std::string uuid, LoadOrCreateUuid(dir));
+  return std::unique_ptr<ObjectStore>(new FileObjectStore(dir, std::move(uuid), opts));
+}
+
+}  // namespace sfs::oss

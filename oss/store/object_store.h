@@ -1,0 +1,83 @@
+// ObjectStore: the objects of one OST, as the OSS service sees them.
+//
+// An object is a sparse byte array named by a 64-bit object id. It comes into
+// being on its first Write or Truncate; reading, punching, stat-ing, syncing or
+// destroying an object that does not exist is not an error (it reads as zeros,
+// stats as !exists, and the rest are no-ops). Errors are POSIX errnos in a
+// Status: a full disk is ENOSPC and a failing one EIO, never a crash.
+//
+// Thread safety: every method may be called concurrently from many threads.
+// Concurrent writes to disjoint ranges of one object never disturb each other;
+// overlapping concurrent writes leave each byte from one of the writers.
+//
+// The file-backed implementation keeps each object as a file
+// `<ost>/objects/<oid % 256 as 2 hex digits>/<oid as 16 hex digits>` and the
+// OST's identity in `<ost>/ost_uuid` (32 hex digits, created on first open).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "common/status.h"
+
+namespace sfs::oss {
+
+struct ObjectAttr {
+  bool exists = false;
+  uint64_t size = 0;
+  uint64_t blocks = 0;  // 512-byte blocks actually allocated (st_blocks)
+};
+
+struct OstSpace {
+  uint64_t total_bytes = 0;
+  uint64_t free_bytes = 0;
+  uint64_t avail_bytes = 0;  // free to an unprivileged user
+  uint64_t total_inodes = 0;
+  uint64_t free_inodes = 0;
+};
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  // The OST's stable identity (32 lowercase hex digits).
+  virtual const std::string& uuid() const = 0;
+
+  // Fills dest with the object's bytes [off, off + dest.size()). Returns how many
+  // bytes exist there (up to the object's end); the rest of dest is zero-filled.
+  // Holes read as zeros; a missing object reads as all zeros and returns 0.
+  virtual Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest) = 0;
+
+  // Writes data at off, creating the object if needed. With sync the data (and
+  // a newly created object's name) is durable when this returns OK.
+  virtual Status Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data, bool sync) = 0;
+
+  // Sets the object's size exactly, creating it if needed.
+  virtual Status Truncate(uint64_t oid, uint64_t size) = 0;
+
+  // Deallocates [off, off + len) so it reads as zeros; the size is unchanged.
+  virtual Status Punch(uint64_t oid, uint64_t off, uint64_t len) = 0;
+
+  virtual Result<ObjectAttr> Stat(uint64_t oid) = 0;
+
+  // Removes the object. A missing object is success.
+  virtual Status Destroy(uint64_t oid) = 0;
+
+  // Makes the object's data and existence durable.
+  virtual Status Sync(uint64_t oid) = 0;
+
+  virtual Result<OstSpace> Statfs() = 0;
+};
+
+struct FileStoreOptions {
+  size_t fd_cache_capacity = 1024;  // open object files kept across requests
+};
+
+// Opens (creating if needed) the OST directory `dir`: its objects/ tree and
+// its ost_uuid file. EINVAL if ost_uuid exists but is malformed.
+Result<std::unique_ptr<ObjectStore>> OpenFileObjectStore(const std::string& dir,
+                                                         const FileStoreOptions& opts = {});
+
+}  // namespace sfs::oss

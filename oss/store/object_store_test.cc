@@ -1,0 +1,272 @@
+// Unit tests of the file-backed ObjectStore on a temporary OST directory.
+#include "oss/store/object_store.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "oss/testing/temp_dir.h"
+
+namespace sfs::oss {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+Bytes Pattern(size_t n, uint8_t seed) {
+  Bytes b(n);
+  for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(seed + i * 31 + (i >> 8));
+  return b;
+}
+
+int CountOpenFds() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  while (d && ::readdir(d)) ++n;
+  if (d) ::closedir(d);
+  return n;
+}
+
+class ObjectStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open({}); }
+
+  void Open(FileStoreOptions opts) {
+    store_.reset();
+    auto s = OpenFileObjectStore(dir_.path() + "/ost0", opts);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(s).value();
+  }
+
+  Bytes ReadBack(uint64_t oid, uint64_t off, size_t len, uint64_t* got = nullptr) {
+    Bytes b(len, 0xEE);
+    auto r = store_->Read(oid, off, b);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (got) *got = r.ok() ? *r : 0;
+    return b;
+  }
+
+  void WriteOk(uint64_t oid, uint64_t off, const Bytes& data, bool sync = false) {
+    Status st = store_->Write(oid, off, data, sync);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+
+  std::string ObjectPath(uint64_t oid) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "/ost0/objects/%02llx/%016llx",
+                  static_cast<unsigned long long>(oid % 256), static_cast<unsigned long long>(oid));
+    return dir_.path() + buf;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ObjectStore> store_;
+};
+
+TEST_F(ObjectStoreTest, UuidIsCreatedOnceAndKeptAcrossReopen) {
+  std::string uuid = store_->uuid();
+  EXPECT_EQ(uuid.size(), 32u);
+  Open({});
+  EXPECT_EQ(store_->uuid(), uuid);
+}
+
+TEST_F(ObjectStoreTest, MissingObjectReadsAsZerosWithReadSizeZero) {
+  uint64_t got = 99;
+  EXPECT_EQ(ReadBack(7, 100, 4096, &got), Bytes(4096, 0));
+  EXPECT_EQ(got, 0u);
+  EXPECT_FALSE(std::filesystem::exists(ObjectPath(7)));
+}
+
+TEST_F(ObjectStoreTest, ObjectLivesAtItsHexPath) {
+  WriteOk(0x1234, 0, Pattern(10, 1));
+  EXPECT_TRUE(std::filesystem::exists(ObjectPath(0x1234)));
+  EXPECT_EQ(ObjectPath(0x1234), dir_.path() + "/ost0/objects/34/0000000000001234");
+}
+
+TEST_F(ObjectStoreTest, HolesAndBytesPastEndReadAsZeros) {
+  Bytes data = Pattern(1000, 5);
+  WriteOk(1, 1 << 20, data);
+  uint64_t got = 0;
+  Bytes b = ReadBack(1, (1 << 20) - 500, 2000, &got);
+  EXPECT_EQ(got, 1500u);  // 500 hole bytes + 1000 data bytes exist; 500 past the end
+  EXPECT_EQ(Bytes(b.begin(), b.begin() + 500), Bytes(500, 0));
+  EXPECT_EQ(Bytes(b.begin() + 500, b.begin() + 1500), data);
+  EXPECT_EQ(Bytes(b.begin() + 1500, b.end()), Bytes(500, 0));
+}
+
+TEST_F(ObjectStoreTest, WritesAtRandomOffsetsMatchAReferenceBuffer) {
+  constexpr size_t kSize = 4 << 20;
+  Bytes ref(kSize, 0);
+  std::mt19937_64 rng(42);
+  size_t end = 0;
+  for (int i = 0; i < 200; ++i) {
+    size_t len = 1 + rng() % 70000;
+    size_t off = rng() % (kSize - len);
+    Bytes data = Pattern(len, static_cast<uint8_t>(i));
+    WriteOk(9, off, data, i % 50 == 0);
+    std::copy(data.begin(), data.end(), ref.begin() + static_cast<ptrdiff_t>(off));
+    end = std::max(end, off + len);
+  }
+  uint64_t got = 0;
+  EXPECT_EQ(ReadBack(9, 0, kSize, &got), ref);
+  EXPECT_EQ(got, end);
+  auto st = store_->Stat(9);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->size, end);
+}
+
+TEST_F(ObjectStoreTest, TruncateCreatesShrinksAndExtendsWithZeros) {
+  ASSERT_TRUE(store_->Truncate(3, 5000).ok());
+  auto st = store_->Stat(3);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->exists);
+  EXPECT_EQ(st->size, 5000u);
+
+  WriteOk(3, 0, Pattern(5000, 9));
+  ASSERT_TRUE(store_->Truncate(3, 100).ok());
+  ASSERT_TRUE(store_->Truncate(3, 300).ok());
+  uint64_t got = 0;
+  Bytes b = ReadBack(3, 0, 400, &got);
+  EXPECT_EQ(got, 300u);
+  Bytes want = Pattern(100, 9);
+  want.resize(400, 0);
+  EXPECT_EQ(b, want);
+}
+
+TEST_F(ObjectStoreTest, PunchZeroesTheRangeFreesBlocksAndKeepsSize) {
+  WriteOk(4, 0, Pattern(1 << 20, 3), /*sync=*/true);
+  auto before = store_->Stat(4);
+  ASSERT_TRUE(before.ok());
+  ASSERT_TRUE(store_->Punch(4, 256 << 10, 512 << 10).ok());
+  auto after = store_->Stat(4);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->size, 1u << 20);
+  EXPECT_LT(after->blocks, before->blocks);
+  Bytes want = Pattern(1 << 20, 3);
+  std::fill(want.begin() + (256 << 10), want.begin() + (768 << 10), 0);
+  EXPECT_EQ(ReadBack(4, 0, 1 << 20), want);
+}
+
+TEST_F(ObjectStoreTest, PunchOrSyncOfMissingObjectIsANoOp) {
+  EXPECT_TRUE(store_->Punch(5, 0, 4096).ok());
+  EXPECT_TRUE(store_->Sync(5).ok());
+  auto st = store_->Stat(5);
+  ASSERT_TRUE(st.ok());
+  EXPECT_FALSE(st->exists);
+}
+
+TEST_F(ObjectStoreTest, DestroyRemovesTheFileAndALaterReadIsZeros) {
+  WriteOk(6, 0, Pattern(8192, 1));
+  ASSERT_TRUE(store_->Destroy(6).ok());
+  EXPECT_FALSE(std::filesystem::exists(ObjectPath(6)));
+  uint64_t got = 1;
+  EXPECT_EQ(ReadBack(6, 0, 8192, &got), Bytes(8192, 0));
+  EXPECT_EQ(got, 0u);
+  EXPECT_TRUE(store_->Destroy(6).ok());  // ENOENT is success
+  WriteOk(6, 10, Pattern(5, 2));          // a re-created object starts empty
+  uint64_t got2 = 0;
+  Bytes b = ReadBack(6, 0, 15, &got2);
+  EXPECT_EQ(got2, 15u);
+  EXPECT_EQ(Bytes(b.begin(), b.begin() + 10), Bytes(10, 0));
+}
+
+TEST_F(ObjectStoreTest, StatBlocksReflectSparseness) {
+  WriteOk(8, 64ull << 20, Pattern(4096, 1), /*sync=*/true);
+  auto st = store_->Stat(8);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->size, (64ull << 20) + 4096);
+  EXPECT_LT(st->blocks * 512, 1ull << 20);  // far less than the 64 MiB size
+  EXPECT_GE(st->blocks * 512, 4096u);
+}
+
+TEST_F(ObjectStoreTest, ConcurrentWritersToDisjointRangesOfOneObjectAllLand) {
+  constexpr int kThreads = 8;
+  constexpr size_t kChunk = 64 << 10;
+  constexpr int kChunksPerThread = 16;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int c = 0; c < kChunksPerThread; ++c) {
+        size_t idx = static_cast<size_t>(c * kThreads + t);  // interleaved chunks
+        Bytes data = Pattern(kChunk, static_cast<uint8_t>(idx));
+        EXPECT_TRUE(store_->Write(11, idx * kChunk, data, false).ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t idx = 0; idx < kThreads * kChunksPerThread; ++idx) {
+    ASSERT_EQ(ReadBack(11, idx * kChunk, kChunk), Pattern(kChunk, static_cast<uint8_t>(idx)))
+        << "chunk " << idx;
+  }
+}
+
+TEST_F(ObjectStoreTest, ManyMoreObjectsThanTheFdCacheKeepTheirData) {
+  FileStoreOptions opts;
+  opts.fd_cache_capacity = 16;
+  Open(opts);
+  int fds_before = CountOpenFds();
+  constexpr uint64_t kObjects = 300;
+  for (int round = 0; round < 2; ++round) {
+    for (uint64_t oid = 1000; oid < 1000 + kObjects; ++oid) {
+      WriteOk(oid, static_cast<uint64_t>(round) * 100, Pattern(100, static_cast<uint8_t>(oid + round)));
+    }
+  }
+  EXPECT_LE(CountOpenFds(), fds_before + 16);
+  for (uint64_t oid = 1000; oid < 1000 + kObjects; ++oid) {
+    Bytes want = Pattern(100, static_cast<uint8_t>(oid));
+    Bytes second = Pattern(100, static_cast<uint8_t>(oid + 1));
+    want.insert(want.end(), second.begin(), second.end());
+    ASSERT_EQ(ReadBack(oid, 0, 200), want) << "oid " << oid;
+  }
+}
+
+TEST_F(ObjectStoreTest, ConcurrentDestroyAndReadsNeverResurrectAnObject) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t oid = 2000 + t; oid < 2400; oid += 4) {
+        Bytes one(1, 1);
+        EXPECT_TRUE(store_->Write(oid, 0, one, false).ok());
+        std::thread reader([&] { ReadBack(oid, 0, 1); });
+        EXPECT_TRUE(store_->Destroy(oid).ok());
+        reader.join();
+        uint64_t got = 7;
+        ReadBack(oid, 0, 1, &got);
+        EXPECT_EQ(got, 0u) << "oid " << oid;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+TEST_F(ObjectStoreTest, StatfsReportsTheOstFileSystem) {
+  auto s = store_->Statfs();
+  ASSERT_TRUE(s.ok());
+  EXPECT_GT(s->total_bytes, 0u);
+  EXPECT_LE(s->avail_bytes, s->free_bytes);
+  EXPECT_LE(s->free_bytes, s->total_bytes);
+}
+
+TEST_F(ObjectStoreTest, OffsetsBeyondOffTAreRejected) {
+  Bytes one(1, 1);
+  EXPECT_EQ(store_->Write(1, ~0ull - 10, one, false).code(), EFBIG);
+  Bytes buf(16);
+  EXPECT_EQ(store_->Read(1, ~0ull - 3, buf).status().code(), EINVAL);
+  EXPECT_EQ(store_->Truncate(1, ~0ull).code(), EFBIG);
+}
+
+TEST_F(ObjectStoreTest, MalformedUuidFileIsAnError) {
+  store_.reset();
+  std::string ost = dir_.path() + "/bad";
+  ::mkdir(ost.c_str(), 0755);
+  FILE* f = std::fopen((ost + "/ost_uuid").c_str(), "w");
+  std::fputs("not-a-uuid\n", f);
+  std::fclose(f);
+  EXPECT_EQ(OpenFileObjectStore(ost).status().code(), EINVAL);
+}
+
+}  // namespace
+}  // namespace sfs::oss
