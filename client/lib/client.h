@@ -137,10 +137,13 @@ class File {
   uint64_t open_id_ = 0;
   int flags_ = 0;
   LayoutSpec layout_;
+  Cred cred_;                  // the opener's; used for Flush/Close/O_TRUNC
   mutable std::mutex mu_;
   uint64_t size_ = 0;          // GUARDED_BY(mu_)
-  bool size_dirty_ = false;    // GUARDED_BY(mu_): written past the size the MDS has
+  bool size_dirty_ = false;    // GUARDED_BY(mu_): written since the last size report
   int64_t mtime_ns_ = 0;       // GUARDED_BY(mu_): time of last write
+  uint64_t dirty_end_ = 0;     // GUARDED_BY(mu_): highest end of the unreported writes
+  bool written_ = false;       // GUARDED_BY(mu_): written in this open
 };
 
 class Client {

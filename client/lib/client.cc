@@ -1,0 +1,418 @@
+// Client: the libsfs API glue. Metadata calls go to MdsClient (one RPC each);
+// file data goes through the Striper; this file adds what spans both: the
+// truncate path (objects first, then the MDS), O_TRUNC at open, size and
+// blocks reports on Flush/Fsync/Close, and the keepalive that keeps our opens
+// (and refreshes the OST map) every 5 s.
+//
+// Open files: every File this client has open is registered by inode, so that
+// a truncate through any path (SetAttr, O_TRUNC) lowers the size the other
+// handles remember; otherwise a later Close could report a stale, larger size
+// and the MDS (which keeps the maximum) would grow the file back.
+//
+// Locks: File::mu_ and Impl::files_mu_ are leaves, held for a few field
+// updates, never across an RPC. files_mu_ is taken before a File's mu_.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <random>
+#include <unordered_map>
+#include <utility>
+
+#include "client/lib/client.h"
+#include "client/lib/io.h"
+#include "client/lib/keepalive.h"
+#include "client/lib/mds_client.h"
+#include "client/lib/oss_pool.h"
+#include "common/log.h"
+#include "common/rpc/rpc.h"
+
+namespace sfs::client {
+namespace {
+
+constexpr auto kPingPeriod = std::chrono::milliseconds(5000);
+constexpr uint64_t kMaxFileSize = static_cast<uint64_t>(LLONG_MAX);
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+uint64_t NewClientId() {
+  std::random_device rd;
+  uint64_t id = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                static_cast<uint64_t>(NowNs());
+  return id == 0 ? 1 : id;
+}
+
+bool InGroups(const Cred& c, uint32_t gid) {
+  return c.gid == gid || std::find(c.groups.begin(), c.groups.end(), gid) != c.groups.end();
+}
+
+// Write permission by the mode bits, as the MDS checks it (root may always).
+bool MayWrite(const Cred& c, const Attr& a) {
+  if (c.uid == 0) return true;
+  if (c.uid == a.uid) return (a.mode & S_IWUSR) != 0;
+  if (InGroups(c, a.gid)) return (a.mode & S_IWGRP) != 0;
+  return (a.mode & S_IWOTH) != 0;
+}
+
+}  // namespace
+
+uint64_t File::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return size_;
+}
+
+class Client::Impl {
+ public:
+  Options opts;
+  // Declaration order is teardown order reversed: the keepalive stops first,
+  // the IoContext goes last (channels must not outlive it).
+  std::unique_ptr<rpc::IoContext> io;
+  std::unique_ptr<MdsClient> mds;
+  std::unique_ptr<OssPool> pool;
+  std::unique_ptr<Striper> striper;
+  std::unique_ptr<Keepalive> keepalive;
+
+  void Register(const std::shared_ptr<File>& f);
+  void Unregister(const File* f);
+  std::vector<std::shared_ptr<File>> OpenFiles(uint64_t ino);
+  // Trims/extends the objects to args.size, then sets the size at the MDS.
+  Result<Attr> Truncate(const Cred& c, uint64_t ino, const LayoutSpec& l,
+                        const SetAttrArgs& args);
+  Result<std::shared_ptr<File>> FinishOpen(const Cred& c, int flags, OpenResult r, Attr* attr);
+  void Ping();
+
+ private:
+  std::mutex files_mu_;
+  std::unordered_multimap<uint64_t, std::weak_ptr<File>> files_;  // GUARDED_BY(files_mu_)
+  bool mds_unreachable_ = false;  // only touched by the keepalive thread
+};
+
+void Client::Impl::Register(const std::shared_ptr<File>& f) {
+  std::lock_guard<std::mutex> lock(files_mu_);
+  files_.emplace(f->ino_, f);
+}
+
+void Client::Impl::Unregister(const File* f) {
+  std::lock_guard<std::mutex> lock(files_mu_);
+  auto [begin, end] = files_.equal_range(f->ino_);
+  for (auto it = begin; it != end;) {
+    std::shared_ptr<File> sp = it->second.lock();
+    if (sp == nullptr || sp.get() == f) {
+      it = files_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::vector<std::shared_ptr<File>> Client::Impl::OpenFiles(uint64_t ino) {
+  std::vector<std::shared_ptr<File>> out;
+  std::lock_guard<std::mutex> lock(files_mu_);
+  auto [begin, end] = files_.equal_range(ino);
+  for (auto it = begin; it != end; ++it) {
+    if (std::shared_ptr<File> sp = it->second.lock()) out.push_back(std::move(sp));
+  }
+  return out;
+}
+
+Result<Attr> Client::Impl::Truncate(const Cred& c, uint64_t ino, const LayoutSpec& l,
+                                    const SetAttrArgs& args) {
+  if (!l.objects.empty()) SFS_RETURN_IF_ERROR(striper->Truncate(l, args.size));
+  SFS_ASSIGN_OR_RETURN(Attr a, mds->SetAttr(c, ino, args));
+  for (const std::shared_ptr<File>& f : OpenFiles(ino)) {
+    std::lock_guard<std::mutex> lock(f->mu_);
+    f->size_ = args.size;
+    f->dirty_end_ = std::min(f->dirty_end_, args.size);
+  }
+  // Emptied objects hold no blocks: say so without asking the OSSes.
+  if (args.size == 0 && a.blocks != 0) {
+    SizeReport r;
+    r.has_blocks = true;
+    if (mds->SetSize(c, ino, r).ok()) a.blocks = 0;
+  }
+  return a;
+}
+
+Result<std::shared_ptr<File>> Client::Impl::FinishOpen(const Cred& c, int flags, OpenResult r,
+                                                       Attr* attr) {
+  auto f = std::make_shared<File>();
+  f->ino_ = r.attr.ino;
+  f->open_id_ = r.open_id;
+  f->flags_ = flags;
+  f->layout_ = std::move(r.layout);
+  f->cred_ = c;
+  f->size_ = r.attr.size;
+  if (!r.created && (flags & O_TRUNC) != 0 && S_ISREG(r.attr.mode)) {
+    SetAttrArgs args;
+    args.valid = kSetSize;
+    Result<Attr> t = Truncate(c, f->ino_, f->layout_, args);
+    if (!t.ok()) {
+      (void)mds->Close(c, f->ino_, f->open_id_, SizeReport{});
+      return t.status();
+    }
+    r.attr = *t;
+    f->size_ = 0;
+  }
+  Register(f);
+  if (attr != nullptr) *attr = r.attr;
+  return f;
+}
+
+void Client::Impl::Ping() {
+  Status st = mds->Ping(std::min(opts.rpc_timeout, kPingPeriod));
+  if (!st.ok() && !mds_unreachable_) {
+    LOG_WARN("keepalive: MDS " << mds->address() << " not answering: " << st.ToString());
+  } else if (st.ok() && mds_unreachable_) {
+    LOG_INFO("keepalive: MDS " << mds->address() << " answers again");
+  }
+  mds_unreachable_ = !st.ok();
+  // Keeps the OST map fresh, so that I/O finds an OSS that came back on a new
+  // address without first timing out on the old one.
+  if (st.ok()) {
+    st = pool->Refresh();
+    if (!st.ok()) LOG_DEBUG("keepalive: cannot refresh the OST map: " << st.ToString());
+  }
+}
+
+// ---- Connect / lifetime ----
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Client::~Client() {
+  if (impl_ && impl_->keepalive) impl_->keepalive->Stop();
+}
+
+Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
+  std::string host;
+  uint16_t port = 0;
+  Status st = rpc::ParseAddress(opts.mds_address, &host, &port);
+  if (!st.ok()) return Status(EINVAL, "bad MDS address '" + opts.mds_address + "'");
+  auto impl = std::make_unique<Impl>();
+  impl->opts = opts;
+  impl->io = rpc::IoContext::Create(std::max(1, opts.io_threads));
+  impl->mds = std::make_unique<MdsClient>(impl->io->MakeTcpChannel(opts.mds_address),
+                                          NewClientId(), opts.rpc_timeout);
+  st = impl->mds->Ping(opts.connect_timeout);
+  if (!st.ok()) {
+    int code = st.code() == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
+    return Status(code, "cannot reach MDS at " + opts.mds_address + ": " + st.ToString());
+  }
+  impl->pool = std::make_unique<OssPool>(impl->io.get(), impl->mds.get());
+  st = impl->pool->Refresh();
+  if (!st.ok()) return Status(st.code(), "cannot fetch the OST map: " + st.ToString());
+  MdsClient* mds = impl->mds.get();
+  impl->striper = std::make_unique<Striper>(impl->pool.get(), mds->client_id(),
+                                            [mds] { return mds->NextXid(); }, opts.rpc_timeout);
+  Impl* raw = impl.get();
+  impl->keepalive = std::make_unique<Keepalive>(kPingPeriod, [raw] { raw->Ping(); });
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+uint64_t Client::client_id() const { return impl_->mds->client_id(); }
+
+// ---- attributes ----
+
+Result<Attr> Client::Lookup(const Cred& c, uint64_t parent, std::string_view name) {
+  return impl_->mds->Lookup(c, parent, name);
+}
+
+Result<Attr> Client::GetAttr(const Cred& c, uint64_t ino) { return impl_->mds->GetAttr(c, ino); }
+
+Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args) {
+  if ((args.valid & kSetSize) == 0) return impl_->mds->SetAttr(c, ino, args);
+  SFS_ASSIGN_OR_RETURN(Attr cur, impl_->mds->GetAttr(c, ino));
+  // Only a regular file has objects; the MDS gives the right errno for the rest.
+  if (!S_ISREG(cur.mode)) return impl_->mds->SetAttr(c, ino, args);
+  // Check before touching the objects: a refused truncate must not cut data.
+  if (!MayWrite(c, cur)) return Status(EACCES, "truncate: no write permission");
+  if (args.size > kMaxFileSize) return Status(EFBIG, "size too large");
+  SFS_ASSIGN_OR_RETURN(LayoutSpec l, impl_->mds->GetLayout(c, ino));
+  return impl_->Truncate(c, ino, l, args);
+}
+
+// ---- open files and data ----
+
+Result<std::shared_ptr<File>> Client::Create(const Cred& c, uint64_t parent,
+                                             std::string_view name, uint32_t mode, int flags,
+                                             Attr* attr, const LayoutSpec* layout) {
+  SFS_ASSIGN_OR_RETURN(OpenResult r, impl_->mds->Create(c, parent, name, mode, flags, layout));
+  return impl_->FinishOpen(c, flags, std::move(r), attr);
+}
+
+Result<std::shared_ptr<File>> Client::Open(const Cred& c, uint64_t ino, int flags, Attr* attr) {
+  SFS_ASSIGN_OR_RETURN(OpenResult r, impl_->mds->Open(c, ino, flags));
+  return impl_->FinishOpen(c, flags, std::move(r), attr);
+}
+
+Status Client::Close(const std::shared_ptr<File>& f) {
+  SizeReport r;
+  bool written = false;
+  {
+    std::lock_guard<std::mutex> lock(f->mu_);
+    r.has_size = f->size_dirty_;
+    r.size = f->dirty_end_;
+    written = f->written_;
+    r.mtime_ns = written ? f->mtime_ns_ : 0;
+    f->size_dirty_ = false;
+    f->dirty_end_ = 0;
+  }
+  if (written) {
+    Result<uint64_t> blocks = impl_->striper->Blocks(f->layout_);
+    r.has_blocks = blocks.ok();
+    if (blocks.ok()) r.blocks = *blocks;
+  }
+  impl_->Unregister(f.get());
+  return impl_->mds->Close(f->cred_, f->ino_, f->open_id_, r);
+}
+
+Result<size_t> Client::Read(File& f, uint64_t off, std::span<uint8_t> buf) {
+  uint64_t size = f.size();
+  if (buf.empty() || off >= size) return size_t{0};
+  size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
+  SFS_RETURN_IF_ERROR(impl_->striper->Read(f.layout_, off, buf.first(n)));
+  return n;
+}
+
+Result<size_t> Client::Write(File& f, uint64_t off, std::span<const uint8_t> buf) {
+  if (buf.empty()) return size_t{0};
+  if (off > kMaxFileSize || buf.size() > kMaxFileSize - off) {
+    return Status(EFBIG, "write past the largest file size");
+  }
+  SFS_RETURN_IF_ERROR(impl_->striper->Write(f.layout_, off, buf));
+  uint64_t end = off + buf.size();
+  int64_t now = NowNs();
+  std::lock_guard<std::mutex> lock(f.mu_);
+  f.size_ = std::max(f.size_, end);
+  f.dirty_end_ = std::max(f.dirty_end_, end);
+  f.size_dirty_ = true;
+  f.written_ = true;
+  f.mtime_ns_ = now;
+  return buf.size();
+}
+
+Status Client::Flush(File& f) {
+  SizeReport r;
+  {
+    std::lock_guard<std::mutex> lock(f.mu_);
+    if (!f.size_dirty_) return Status::Ok();
+    r.has_size = true;
+    r.size = f.dirty_end_;
+    r.mtime_ns = f.mtime_ns_;
+    f.size_dirty_ = false;
+    f.dirty_end_ = 0;
+  }
+  Result<uint64_t> blocks = impl_->striper->Blocks(f.layout_);
+  r.has_blocks = blocks.ok();
+  if (blocks.ok()) r.blocks = *blocks;
+  Status st = impl_->mds->SetSize(f.cred_, f.ino_, r);
+  if (!st.ok()) {
+    // Keep the report for the next Flush or the Close.
+    std::lock_guard<std::mutex> lock(f.mu_);
+    f.size_dirty_ = true;
+    f.dirty_end_ = std::max(f.dirty_end_, r.size);
+  }
+  return st;
+}
+
+Status Client::Fsync(File& f, bool datasync) {
+  SFS_RETURN_IF_ERROR(impl_->striper->Sync(f.layout_));
+  return Flush(f);
+}
+
+// ---- namespace ----
+
+Result<Attr> Client::Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
+                           uint64_t rdev) {
+  return impl_->mds->Mknod(c, parent, name, mode, rdev);
+}
+
+Result<Attr> Client::Mkdir(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode) {
+  return impl_->mds->Mkdir(c, parent, name, mode);
+}
+
+Status Client::Unlink(const Cred& c, uint64_t parent, std::string_view name) {
+  return impl_->mds->Unlink(c, parent, name);
+}
+
+Status Client::Rmdir(const Cred& c, uint64_t parent, std::string_view name) {
+  return impl_->mds->Rmdir(c, parent, name);
+}
+
+Status Client::Rename(const Cred& c, uint64_t parent, std::string_view name, uint64_t new_parent,
+                      std::string_view new_name, uint32_t flags) {
+  return impl_->mds->Rename(c, parent, name, new_parent, new_name, flags);
+}
+
+Result<Attr> Client::Link(const Cred& c, uint64_t ino, uint64_t new_parent,
+                          std::string_view new_name) {
+  return impl_->mds->Link(c, ino, new_parent, new_name);
+}
+
+Result<Attr> Client::Symlink(const Cred& c, uint64_t parent, std::string_view name,
+                             std::string_view target) {
+  return impl_->mds->Symlink(c, parent, name, target);
+}
+
+Result<std::string> Client::Readlink(const Cred& c, uint64_t ino) {
+  return impl_->mds->Readlink(c, ino);
+}
+
+Result<DirPage> Client::Readdir(const Cred& c, uint64_t ino, std::string_view after,
+                                uint32_t max_entries, bool with_attrs) {
+  return impl_->mds->Readdir(c, ino, after, max_entries, with_attrs);
+}
+
+Result<FsStat> Client::StatFs() { return impl_->mds->Statfs(); }
+
+Result<std::string> Client::GetXattr(const Cred& c, uint64_t ino, std::string_view name) {
+  return impl_->mds->GetXattr(c, ino, name);
+}
+
+Status Client::SetXattr(const Cred& c, uint64_t ino, std::string_view name,
+                        std::string_view value, int flags) {
+  return impl_->mds->SetXattr(c, ino, name, value, flags);
+}
+
+Result<std::vector<std::string>> Client::ListXattr(const Cred& c, uint64_t ino) {
+  return impl_->mds->ListXattr(c, ino);
+}
+
+Status Client::RemoveXattr(const Cred& c, uint64_t ino, std::string_view name) {
+  return impl_->mds->RemoveXattr(c, ino, name);
+}
+
+Result<LayoutSpec> Client::GetLayout(const Cred& c, uint64_t ino) {
+  return impl_->mds->GetLayout(c, ino);
+}
+
+Status Client::SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear) {
+  return impl_->mds->SetLayout(c, ino, spec, clear);
+}
+
+Result<std::vector<OstStatus>> Client::ListOsts() { return impl_->mds->GetOstMap(); }
+
+Result<Attr> Client::ResolvePath(const Cred& c, std::string_view path) {
+  if (path.empty() || path[0] != '/') return Status(EINVAL, "not an absolute path");
+  std::optional<Attr> cur;
+  uint64_t ino = kRootIno;
+  while (!path.empty()) {
+    size_t start = path.find_first_not_of('/');
+    if (start == std::string_view::npos) break;
+    path.remove_prefix(start);
+    size_t end = std::min(path.find('/'), path.size());
+    SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->Lookup(c, ino, path.substr(0, end)));
+    ino = a.ino;
+    cur = a;
+    path.remove_prefix(end);
+  }
+  if (!cur) return impl_->mds->GetAttr(c, kRootIno);
+  return *cur;
+}
+
+}  // namespace sfs::client

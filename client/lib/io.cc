@@ -1,0 +1,280 @@
+// Striper: splits file I/O into per-object OSS calls, starts them all, then
+// waits for them all. See io.h for the retry and error rules.
+#include "client/lib/io.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "client/lib/oss_pool.h"
+#include "common/layout/stripe.h"
+#include "common/log.h"
+#include "common/rpc/rpc.h"
+#include "oss.pb.h"
+
+namespace sfs::client {
+
+using Clock = std::chrono::steady_clock;
+
+struct Striper::Piece {
+  enum class Op { kRead, kWrite, kTruncate, kStat, kSync };
+  Op op = Op::kRead;
+  uint32_t ost = 0;
+  uint64_t oid = 0;
+  uint64_t offset = 0;       // read/write: object offset; truncate: new object size
+  uint64_t length = 0;       // read/write
+  uint64_t file_offset = 0;  // read/write: where in the file (to place the buffer span)
+  std::span<const uint8_t> out;
+  std::span<uint8_t> in;
+  uint64_t xid = 0;  // the same on every retry, so the OSS can de-duplicate
+  std::shared_ptr<rpc::PendingCall> call;
+  rpc::Channel* channel = nullptr;
+  Status status;
+  bool transport_error = false;
+  uint64_t blocks = 0;  // stat result
+};
+
+namespace {
+
+using Piece = Striper::Piece;
+
+constexpr int kMaxRounds = 16;
+
+// The OSS could not be reached or does not serve the OST: a fresh map may help.
+bool Unreachable(const Piece& p) {
+  if (p.status.code() == ESTALE) return true;
+  return p.transport_error && p.status.code() != EPROTO && p.status.code() != EMSGSIZE;
+}
+
+Result<layout::Geometry> GeometryOf(const LayoutSpec& l) {
+  if (l.objects.empty() || l.stripe_size == 0) {
+    return Status(EIO, "file layout has no objects");
+  }
+  return layout::Geometry{l.stripe_size, static_cast<uint32_t>(l.objects.size())};
+}
+
+// Pieces for [off, off + len): one per stripe unit, merged while contiguous in
+// both the object and the file (stripe_count 1), cut at kMaxPiece.
+std::vector<Piece> SplitRange(const LayoutSpec& l, const layout::Geometry& g, Piece::Op op,
+                              uint64_t off, uint64_t len) {
+  std::vector<Piece> out;
+  for (const layout::Extent& e : layout::MapRange(g, off, len)) {
+    uint64_t done = 0;
+    while (done < e.length) {
+      uint64_t obj_off = e.obj_offset + done;
+      uint64_t file_off = e.file_offset + done;
+      Piece* last = out.empty() ? nullptr : &out.back();
+      bool joins = last != nullptr && last->ost == l.objects[e.stripe].ost &&
+                   last->oid == l.objects[e.stripe].oid &&
+                   last->offset + last->length == obj_off &&
+                   last->file_offset + last->length == file_off &&
+                   last->length < Striper::kMaxPiece;
+      if (!joins) {
+        Piece p;
+        p.op = op;
+        p.ost = l.objects[e.stripe].ost;
+        p.oid = l.objects[e.stripe].oid;
+        p.offset = obj_off;
+        p.file_offset = file_off;
+        out.push_back(p);
+        last = &out.back();
+      }
+      uint64_t n = std::min(e.length - done, Striper::kMaxPiece - last->length);
+      last->length += n;
+      done += n;
+    }
+  }
+  return out;
+}
+
+// One piece per object of the layout.
+std::vector<Piece> PerObject(const LayoutSpec& l, Piece::Op op) {
+  std::vector<Piece> out(l.objects.size());
+  for (size_t i = 0; i < l.objects.size(); ++i) {
+    out[i].op = op;
+    out[i].ost = l.objects[i].ost;
+    out[i].oid = l.objects[i].oid;
+  }
+  return out;
+}
+
+std::string Serialize(const Piece& p, uint64_t client_id) {
+  proto::OssRequest req;
+  req.set_ost(p.ost);
+  req.set_oid(p.oid);
+  req.set_client_id(client_id);
+  req.set_xid(p.xid);
+  switch (p.op) {
+    case Piece::Op::kRead:
+      req.mutable_read()->set_offset(p.offset);
+      req.mutable_read()->set_length(p.length);
+      break;
+    case Piece::Op::kWrite:
+      req.mutable_write()->set_offset(p.offset);
+      break;
+    case Piece::Op::kTruncate:
+      req.mutable_truncate()->set_size(p.offset);
+      break;
+    case Piece::Op::kStat:
+      req.mutable_stat();
+      break;
+    case Piece::Op::kSync:
+      req.mutable_sync();
+      break;
+  }
+  return req.SerializeAsString();
+}
+
+void Decode(Piece& p, Status st, const rpc::Response& resp) {
+  p.transport_error = !st.ok();
+  if (!st.ok()) {
+    p.status = std::move(st);
+    return;
+  }
+  proto::OssResponse r;
+  if (!r.ParseFromString(resp.payload)) {
+    p.transport_error = true;
+    p.status = Status(EBADMSG, "unparsable OSS reply");
+    return;
+  }
+  if (r.status().code() != 0) {
+    p.status = Status(r.status().code(), r.status().message());
+    return;
+  }
+  // The OSS sends exactly `length` bytes; should it send fewer, the rest are
+  // zeros by the protocol (read_size says how many exist).
+  if (p.op == Piece::Op::kRead && resp.bulk_len < p.in.size()) {
+    std::memset(p.in.data() + resp.bulk_len, 0, p.in.size() - resp.bulk_len);
+  }
+  if (p.op == Piece::Op::kStat) p.blocks = r.stat().blocks();
+  p.status = Status::Ok();
+}
+
+// The first failing piece in order; transport trouble and stale OSTs become EIO.
+Status FirstError(const std::vector<Piece>& pieces) {
+  for (const Piece& p : pieces) {
+    if (p.status.ok()) continue;
+    std::string where = "OST " + std::to_string(p.ost) + " object " + std::to_string(p.oid);
+    if (p.channel != nullptr) where += " at " + p.channel->address();
+    if (p.transport_error || p.status.code() == ESTALE) {
+      return Status(EIO, where + ": " + p.status.ToString());
+    }
+    return Status(p.status.code(), where + ": " + p.status.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Striper::Striper(OssPool* pool, uint64_t client_id, std::function<uint64_t()> next_xid,
+                 std::chrono::milliseconds timeout)
+    : pool_(pool), client_id_(client_id), next_xid_(std::move(next_xid)), timeout_(timeout) {}
+
+void Striper::StartAll(const std::vector<Piece*>& pieces, std::chrono::milliseconds timeout) {
+  // Every call is started before any is awaited: all stripes' OSSes work at once.
+  rpc::CallOptions opts;
+  opts.timeout = timeout;
+  for (Piece* p : pieces) {
+    p->call.reset();
+    Result<rpc::Channel*> ch = pool_->ChannelFor(p->ost);
+    if (!ch.ok()) {
+      p->channel = nullptr;
+      p->status = ch.status();
+      p->transport_error = false;
+      continue;
+    }
+    p->channel = *ch;
+    p->call = p->channel->Start(rpc::kServiceOss, Serialize(*p, client_id_), p->out, p->in, opts);
+  }
+}
+
+void Striper::WaitAll(const std::vector<Piece*>& pieces) {
+  for (Piece* p : pieces) {
+    if (p->call == nullptr) continue;
+    rpc::Response resp;
+    Status st = p->channel->Wait(p->call, &resp);
+    p->call.reset();
+    Decode(*p, std::move(st), resp);
+  }
+}
+
+Status Striper::Run(std::vector<Piece>& pieces) {
+  std::vector<Piece*> pending;
+  pending.reserve(pieces.size());
+  for (Piece& p : pieces) {
+    p.xid = next_xid_();
+    pending.push_back(&p);
+  }
+  const Clock::time_point start = Clock::now();
+  auto backoff = std::chrono::milliseconds(50);
+  for (int round = 1;; ++round) {
+    uint64_t generation = pool_->generation();
+    StartAll(pending, timeout_);
+    WaitAll(pending);
+    std::vector<Piece*> failed;
+    for (Piece* p : pending) {
+      if (Unreachable(*p)) failed.push_back(p);
+    }
+    if (failed.empty() || round == kMaxRounds) break;
+    Status st = pool_->RefreshIfStale(generation);
+    if (!st.ok()) LOG_WARN("cannot refresh the OST map: " << st.ToString());
+    bool moved_any = false;
+    pending.clear();
+    for (Piece* p : failed) {
+      bool moved = pool_->Find(p->ost) != p->channel;
+      bool early = p->status.code() == ESTALE && Clock::now() - start < timeout_;
+      if (moved || early) pending.push_back(p);
+      moved_any |= moved;
+    }
+    if (pending.empty()) break;
+    LOG_DEBUG("re-sending " << pending.size() << " OSS calls after "
+                            << pending[0]->status.ToString());
+    if (!moved_any) {
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    }
+  }
+  return FirstError(pieces);
+}
+
+Status Striper::Read(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf) {
+  if (buf.empty()) return Status::Ok();
+  SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
+  std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kRead, off, buf.size());
+  for (Piece& p : pieces) p.in = buf.subspan(p.file_offset - off, p.length);
+  return Run(pieces);
+}
+
+Status Striper::Write(const LayoutSpec& l, uint64_t off, std::span<const uint8_t> buf) {
+  if (buf.empty()) return Status::Ok();
+  SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
+  std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kWrite, off, buf.size());
+  for (Piece& p : pieces) p.out = buf.subspan(p.file_offset - off, p.length);
+  return Run(pieces);
+}
+
+Status Striper::Truncate(const LayoutSpec& l, uint64_t size) {
+  SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
+  std::vector<Piece> pieces = PerObject(l, Piece::Op::kTruncate);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    pieces[i].offset = layout::ObjectSize(g, static_cast<uint32_t>(i), size);
+  }
+  return Run(pieces);
+}
+
+Status Striper::Sync(const LayoutSpec& l) {
+  std::vector<Piece> pieces = PerObject(l, Piece::Op::kSync);
+  return Run(pieces);
+}
+
+Result<uint64_t> Striper::Blocks(const LayoutSpec& l) {
+  std::vector<Piece> pieces = PerObject(l, Piece::Op::kStat);
+  SFS_RETURN_IF_ERROR(Run(pieces));
+  uint64_t blocks = 0;
+  for (const Piece& p : pieces) blocks += p.blocks;
+  return blocks;
+}
+
+}  // namespace sfs::client

@@ -1,0 +1,71 @@
+// Striper: file I/O over a striping layout, as parallel calls to the OSSes.
+//
+// A file range is split with layout::MapRange into per-stripe extents (merged
+// when contiguous in both object and buffer, cut at kMaxPiece bytes), and one
+// OssRequest is started per piece before any reply is awaited: every stripe's
+// OSS works at once, with several RPCs in flight to each. Write data is sent
+// straight from the caller's buffer and read data received straight into it;
+// nothing is copied and no lock is held while waiting.
+//
+// Failures: after a round of calls, the OST map is refreshed if any call
+// failed to reach its OSS (timeout, connection refused or lost) or was refused
+// with ESTALE (that OSS no longer serves the OST). A piece is sent again at
+// once if its OST has moved to another address (a restarted OSS may come back
+// on a new port), and, for ESTALE, with backoff until the RPC timeout has
+// passed (the OSS may not have re-registered yet). Then the first failing
+// piece in file order decides the result; transport failures become EIO, an
+// OSS errno (ENOSPC, EINVAL, ...) passes through. A failed Read leaves the
+// buffer's contents unspecified: the caller must not return them.
+//
+// Thread safety: a Striper is stateless apart from its collaborators and may
+// be used by many threads at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "client/lib/client.h"
+#include "common/status.h"
+
+namespace sfs::client {
+
+class OssPool;
+
+class Striper {
+ public:
+  // Largest single OSS read/write this client sends.
+  static constexpr uint64_t kMaxPiece = 1 << 20;
+
+  // REQUIRES: pool outlives the Striper. next_xid is thread-safe.
+  Striper(OssPool* pool, uint64_t client_id, std::function<uint64_t()> next_xid,
+          std::chrono::milliseconds timeout);
+
+  // Fills all of buf with the file's bytes at [off, off + buf.size()); holes
+  // and bytes past the objects' ends read as zeros.
+  Status Read(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf);
+  Status Write(const LayoutSpec& l, uint64_t off, std::span<const uint8_t> buf);
+  // Sets every object to the size it has in a file of `size` bytes.
+  Status Truncate(const LayoutSpec& l, uint64_t size);
+  // Makes every object's data durable (missing objects are fine).
+  Status Sync(const LayoutSpec& l);
+  // Sum of the objects' allocated 512-byte blocks.
+  Result<uint64_t> Blocks(const LayoutSpec& l);
+
+  struct Piece;  // one OSS call; defined in io.cc
+
+ private:
+  // Runs every piece, retrying unreachable ones (see the file comment).
+  Status Run(std::vector<Piece>& pieces);
+  void StartAll(const std::vector<Piece*>& pieces, std::chrono::milliseconds timeout);
+  void WaitAll(const std::vector<Piece*>& pieces);
+
+  OssPool* const pool_;
+  const uint64_t client_id_;
+  const std::function<uint64_t()> next_xid_;
+  const std::chrono::milliseconds timeout_;
+};
+
+}  // namespace sfs::client

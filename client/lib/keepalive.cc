@@ -1,0 +1,31 @@
+// Keepalive: periodic calls on a thread of their own.
+#include "client/lib/keepalive.h"
+
+#include <utility>
+
+namespace sfs::client {
+
+Keepalive::Keepalive(std::chrono::milliseconds period, std::function<void()> fn)
+    : period_(period), fn_(std::move(fn)), thread_([this] { Loop(); }) {}
+
+Keepalive::~Keepalive() { Stop(); }
+
+void Keepalive::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void Keepalive::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, period_, [this] { return stop_; })) {
+    lock.unlock();
+    fn_();
+    lock.lock();
+  }
+}
+
+}  // namespace sfs::client

@@ -1,0 +1,409 @@
+// MdsClient: one MdsRequest per call, and the one place where the wire types
+// of mds.proto/common.proto are converted to and from libsfs's structs.
+#include "client/lib/mds_client.h"
+
+#include <fcntl.h>
+
+#include <utility>
+
+#include "common.pb.h"
+#include "mds.pb.h"
+
+namespace sfs::client {
+namespace {
+
+// ---- proto <-> struct conversion ----
+
+void ToProto(const Cred& c, proto::Cred* p) {
+  p->set_uid(c.uid);
+  p->set_gid(c.gid);
+  for (uint32_t g : c.groups) p->add_groups(g);
+}
+
+Attr FromProto(const proto::Attr& p) {
+  Attr a;
+  a.ino = p.ino();
+  a.mode = p.mode();
+  a.uid = p.uid();
+  a.gid = p.gid();
+  a.nlink = p.nlink();
+  a.size = p.size();
+  a.blocks = p.blocks();
+  a.atime_ns = p.atime_ns();
+  a.mtime_ns = p.mtime_ns();
+  a.ctime_ns = p.ctime_ns();
+  a.rdev = p.rdev();
+  a.generation = p.generation();
+  return a;
+}
+
+void ToProto(const LayoutSpec& l, proto::Layout* p) {
+  p->set_stripe_size(l.stripe_size);
+  p->set_stripe_count(l.stripe_count);
+  p->set_start_ost(l.start_ost);
+  p->set_pool(l.pool);
+  for (const StripeObject& o : l.objects) {
+    proto::StripeObject* po = p->add_objects();
+    po->set_ost(o.ost);
+    po->set_oid(o.oid);
+  }
+}
+
+LayoutSpec FromProto(const proto::Layout& p, bool inherited) {
+  LayoutSpec l;
+  l.stripe_size = p.stripe_size();
+  l.stripe_count = p.stripe_count();
+  l.start_ost = p.start_ost();
+  l.pool = p.pool();
+  l.inherited = inherited;
+  l.objects.reserve(p.objects_size());
+  for (const proto::StripeObject& po : p.objects()) l.objects.push_back({po.ost(), po.oid()});
+  return l;
+}
+
+OstStatus FromProto(const proto::OstInfo& p) {
+  OstStatus o;
+  o.index = p.index();
+  o.uuid = p.uuid();
+  o.address = p.address();
+  o.up = p.up();
+  o.total_bytes = p.total_bytes();
+  o.free_bytes = p.free_bytes();
+  o.avail_bytes = p.avail_bytes();
+  o.last_heartbeat_ms = p.last_heartbeat_ms();
+  return o;
+}
+
+DirEntry FromProto(const proto::DirEntry& p, bool with_attrs) {
+  DirEntry e;
+  e.name = p.name();
+  e.ino = p.ino();
+  e.type = p.type();
+  if (with_attrs && p.has_attr()) e.attr = FromProto(p.attr());
+  return e;
+}
+
+void ToProto(const SetAttrArgs& a, proto::SetAttrReq* p) {
+  p->set_valid(a.valid);
+  p->set_mode(a.mode);
+  p->set_uid(a.uid);
+  p->set_gid(a.gid);
+  p->set_size(a.size);
+  p->set_atime_ns(a.atime_ns);
+  p->set_mtime_ns(a.mtime_ns);
+  p->set_ctime_ns(a.ctime_ns);
+}
+
+bool IsTransportError(int code) {
+  switch (code) {
+    case ETIMEDOUT: case ENOTCONN: case ECONNREFUSED: case ECONNRESET: case ECONNABORTED:
+    case EPIPE: case EPROTO: case EBADMSG: case EHOSTUNREACH: case ENETUNREACH:
+    case ECANCELED: case EMSGSIZE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+MdsClient::MdsClient(std::unique_ptr<rpc::Channel> channel, uint64_t client_id,
+                     std::chrono::milliseconds timeout)
+    : channel_(std::move(channel)), client_id_(client_id), timeout_(timeout) {}
+
+MdsClient::~MdsClient() = default;
+
+Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
+                          std::chrono::milliseconds timeout) {
+  req->set_client_id(client_id_);
+  req->set_xid(NextXid());
+  if (c != nullptr) ToProto(*c, req->mutable_cred());
+  rpc::Response raw;
+  rpc::CallOptions opts;
+  opts.timeout = timeout;
+  SFS_RETURN_IF_ERROR(channel_->Call(rpc::kServiceMds, req->SerializeAsString(), {}, {}, &raw,
+                                     opts));
+  if (!resp->ParseFromString(raw.payload)) return Status(EBADMSG, "unparsable MDS reply");
+  if (resp->status().code() != 0) return Status(resp->status().code(), resp->status().message());
+  return Status::Ok();
+}
+
+Status MdsClient::Call(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp) {
+  Status st = CallRaw(c, req, resp, timeout_);
+  // Only a transport failure leaves the reply's status unset; an MDS errno passes through.
+  if (!st.ok() && resp->status().code() == 0 && IsTransportError(st.code())) {
+    return Status(EIO, "MDS " + address() + ": " + st.ToString());
+  }
+  return st;
+}
+
+Result<Attr> MdsClient::CallForAttr(const Cred* c, proto::MdsRequest* req) {
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(c, req, &resp));
+  if (!resp.has_attr()) return Status(EIO, "MDS reply without attributes");
+  return FromProto(resp.attr().attr());
+}
+
+Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req) {
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(c, req, &resp));
+  if (!resp.has_open()) return Status(EIO, "MDS reply without open result");
+  const proto::OpenResp& o = resp.open();
+  OpenResult r;
+  r.attr = FromProto(o.attr());
+  r.layout = FromProto(o.layout(), false);
+  r.created = o.created();
+  r.open_id = o.open_id();
+  return r;
+}
+
+Status MdsClient::Ping(std::chrono::milliseconds timeout) {
+  proto::MdsRequest req;
+  proto::MdsResponse resp;
+  req.mutable_ping();
+  return CallRaw(nullptr, &req, &resp, timeout);
+}
+
+Result<Attr> MdsClient::Lookup(const Cred& c, uint64_t parent, std::string_view name) {
+  proto::MdsRequest req;
+  req.mutable_lookup()->set_parent(parent);
+  req.mutable_lookup()->set_name(std::string(name));
+  return CallForAttr(&c, &req);
+}
+
+Result<Attr> MdsClient::GetAttr(const Cred& c, uint64_t ino) {
+  proto::MdsRequest req;
+  req.mutable_getattr()->set_ino(ino);
+  return CallForAttr(&c, &req);
+}
+
+Result<Attr> MdsClient::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args) {
+  proto::MdsRequest req;
+  req.mutable_setattr()->set_ino(ino);
+  ToProto(args, req.mutable_setattr());
+  return CallForAttr(&c, &req);
+}
+
+Result<OpenResult> MdsClient::Create(const Cred& c, uint64_t parent, std::string_view name,
+                                     uint32_t mode, int flags, const LayoutSpec* layout) {
+  proto::MdsRequest req;
+  proto::CreateReq* cr = req.mutable_create();
+  cr->set_parent(parent);
+  cr->set_name(std::string(name));
+  cr->set_mode(mode);
+  cr->set_excl((flags & O_EXCL) != 0);
+  cr->set_open_flags(static_cast<uint32_t>(flags));
+  if (layout != nullptr) ToProto(*layout, cr->mutable_layout());
+  return CallForOpen(&c, &req);
+}
+
+Result<OpenResult> MdsClient::Open(const Cred& c, uint64_t ino, int flags) {
+  proto::MdsRequest req;
+  req.mutable_open()->set_ino(ino);
+  req.mutable_open()->set_open_flags(static_cast<uint32_t>(flags));
+  return CallForOpen(&c, &req);
+}
+
+Status MdsClient::Close(const Cred& c, uint64_t ino, uint64_t open_id, const SizeReport& r) {
+  proto::MdsRequest req;
+  proto::CloseReq* cr = req.mutable_close();
+  cr->set_ino(ino);
+  cr->set_open_id(open_id);
+  cr->set_has_size(r.has_size);
+  cr->set_size_hint(r.size);
+  cr->set_mtime_ns(r.mtime_ns);
+  cr->set_has_blocks(r.has_blocks);
+  cr->set_blocks(r.blocks);
+  proto::MdsResponse resp;
+  return Call(&c, &req, &resp);
+}
+
+Status MdsClient::SetSize(const Cred& c, uint64_t ino, const SizeReport& r) {
+  proto::MdsRequest req;
+  proto::SetSizeReq* sr = req.mutable_set_size();
+  sr->set_ino(ino);
+  sr->set_size(r.size);
+  sr->set_mtime_ns(r.mtime_ns);
+  sr->set_has_blocks(r.has_blocks);
+  sr->set_blocks(r.blocks);
+  proto::MdsResponse resp;
+  return Call(&c, &req, &resp);
+}
+
+Result<Attr> MdsClient::Mknod(const Cred& c, uint64_t parent, std::string_view name,
+                              uint32_t mode, uint64_t rdev) {
+  proto::MdsRequest req;
+  proto::MknodReq* m = req.mutable_mknod();
+  m->set_parent(parent);
+  m->set_name(std::string(name));
+  m->set_mode(mode);
+  m->set_rdev(rdev);
+  return CallForAttr(&c, &req);
+}
+
+Result<Attr> MdsClient::Mkdir(const Cred& c, uint64_t parent, std::string_view name,
+                              uint32_t mode) {
+  proto::MdsRequest req;
+  req.mutable_mkdir()->set_parent(parent);
+  req.mutable_mkdir()->set_name(std::string(name));
+  req.mutable_mkdir()->set_mode(mode);
+  return CallForAttr(&c, &req);
+}
+
+Status MdsClient::Unlink(const Cred& c, uint64_t parent, std::string_view name) {
+  proto::MdsRequest req;
+  req.mutable_unlink()->set_parent(parent);
+  req.mutable_unlink()->set_name(std::string(name));
+  proto::MdsResponse resp;
+  return Call(&c, &req, &resp);
+}
+
+Status MdsClient::Rmdir(const Cred& c, uint64_t parent, std::string_view name) {
+  proto::MdsRequest req;
+  req.mutable_rmdir()->set_parent(parent);
+  req.mutable_rmdir()->set_name(std::string(name));
+  proto::MdsResponse resp;
+  return Call(&c, &req, &resp);
+}
+
+Status MdsClient::Rename(const Cred& c, uint64_t parent, std::string_view name,
+                         uint64_t new_parent, std::string_view new_name, uint32_t flags) {
+  proto::MdsRequest req;
+  proto::RenameReq* r = req.mutable_rename();
+  r->set_parent(parent);
+  r->set_name(std::string(name));
+  r->set_new_parent(new_parent);
+  r->set_new_name(std::string(new_name));
+  r->set_flags(flags);
+  proto::MdsResponse resp;
+  return Call(&c, &req, &resp);
+}
+
+Result<Attr> MdsClient::Link(const Cred& c, uint64_t ino, uint64_t new_parent,
+                             std::string_view new_name) {
+  proto::MdsRequest req;
+  req.mutable_link()->set_ino(ino);
+  req.mutable_link()->set_new_parent(new_parent);
+  req.mutable_link()->set_new_name(std::string(new_name));
+  return CallForAttr(&c, &req);
+}
+
+Result<Attr> MdsClient::Symlink(const Cred& c, uint64_t parent, std::string_view name,
+                                std::string_view target) {
+  proto::MdsRequest req;
+  req.mutable_symlink()->set_parent(parent);
+  req.mutable_symlink()->set_name(std::string(name));
+  req.mutable_symlink()->set_target(std::string(target));
+  return CallForAttr(&c, &req);
+}
+
+Result<std::string> MdsClient::Readlink(const Cred& c, uint64_t ino) {
+  proto::MdsRequest req;
+  req.mutable_readlink()->set_ino(ino);
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+  return std::string(resp.readlink().target());
+}
+
+Result<DirPage> MdsClient::Readdir(const Cred& c, uint64_t ino, std::string_view after,
+                                   uint32_t max_entries, bool with_attrs) {
+  proto::MdsRequest req;
+  proto::ReaddirReq* r = req.mutable_readdir();
+  r->set_ino(ino);
+  r->set_after(std::string(after));
+  r->set_max_entries(max_entries);
+  r->set_with_attrs(with_attrs);
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+  DirPage page;
+  page.eof = resp.readdir().eof();
+  page.entries.reserve(resp.readdir().entries_size());
+  for (const proto::DirEntry& e : resp.readdir().entries()) {
+    page.entries.push_back(FromProto(e, with_attrs));
+  }
+  return page;
+}
+
+Result<FsStat> MdsClient::Statfs() {
+  proto::MdsRequest req;
+  req.mutable_statfs();
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(nullptr, &req, &resp));
+  const proto::StatfsResp& s = resp.statfs();
+  FsStat f;
+  f.total_bytes = s.total_bytes();
+  f.free_bytes = s.free_bytes();
+  f.avail_bytes = s.avail_bytes();
+  f.total_inodes = s.total_inodes();
+  f.free_inodes = s.free_inodes();
+  if (s.bsize() != 0) f.bsize = s.bsize();
+  return f;
+}
+
+Result<std::string> MdsClient::GetXattr(const Cred& c, uint64_t ino, std::string_view name) {
+  proto::MdsRequest req;
+  req.mutable_getxattr()->set_ino(ino);
+  req.mutable_getxattr()->set_name(std::string(name));
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+  return std::string(resp.getxattr().value());
+}
+
+Status MdsClient::SetXattr(const Cred& c, uint64_t ino, std::string_view name,
+                           std::string_view value, int flags) {
+  proto::MdsRequest req;
+  proto::SetXattrReq* x = req.mutable_setxattr();
+  x->set_ino(ino);
+  x->set_name(std::string(name));
+  x->set_value(std::string(value));
+  x->set_flags(static_cast<uint32_t>(flags));
+  proto::MdsResponse resp;
+  return Call(&c, &req, &resp);
+}
+
+Result<std::vector<std::string>> MdsClient::ListXattr(const Cred& c, uint64_t ino) {
+  proto::MdsRequest req;
+  req.mutable_listxattr()->set_ino(ino);
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+  const auto& names = resp.listxattr().names();
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+Status MdsClient::RemoveXattr(const Cred& c, uint64_t ino, std::string_view name) {
+  proto::MdsRequest req;
+  req.mutable_removexattr()->set_ino(ino);
+  req.mutable_removexattr()->set_name(std::string(name));
+  proto::MdsResponse resp;
+  return Call(&c, &req, &resp);
+}
+
+Result<LayoutSpec> MdsClient::GetLayout(const Cred& c, uint64_t ino) {
+  proto::MdsRequest req;
+  req.mutable_get_layout()->set_ino(ino);
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+  return FromProto(resp.get_layout().layout(), resp.get_layout().inherited());
+}
+
+Status MdsClient::SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear) {
+  proto::MdsRequest req;
+  req.mutable_set_layout()->set_ino(ino);
+  req.mutable_set_layout()->set_clear(clear);
+  if (!clear) ToProto(spec, req.mutable_set_layout()->mutable_layout());
+  proto::MdsResponse resp;
+  return Call(&c, &req, &resp);
+}
+
+Result<std::vector<OstStatus>> MdsClient::GetOstMap() {
+  proto::MdsRequest req;
+  req.mutable_get_ost_map();
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(nullptr, &req, &resp));
+  std::vector<OstStatus> out;
+  out.reserve(resp.get_ost_map().osts_size());
+  for (const proto::OstInfo& o : resp.get_ost_map().osts()) out.push_back(FromProto(o));
+  return out;
+}
+
+}  // namespace sfs::client

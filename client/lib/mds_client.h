@@ -1,0 +1,116 @@
+// MdsClient: typed calls to the metadata service over one rpc::Channel.
+//
+// Each method builds one MdsRequest (client id, a fresh xid from a per-client
+// atomic counter, the caller's credentials), makes one RPC and turns the
+// MdsResponse into the libsfs structs of client.h. All protobuf <-> struct
+// conversion lives in mds_client.cc, so no protobuf header leaks out of it.
+//
+// Errors: an MDS status code is returned as is (it is an errno). A transport
+// failure (timeout, connection refused or lost, garbled reply) becomes EIO with
+// a message naming the MDS, except from Ping(), which keeps the transport code
+// so that Connect() can tell ECONNREFUSED from ETIMEDOUT.
+//
+// Thread safety: every method may be called from many threads at once; calls
+// share the channel and are in flight together.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/lib/client.h"
+#include "common/rpc/rpc.h"
+#include "common/status.h"
+
+namespace sfs::proto {
+class MdsRequest;
+class MdsResponse;
+}  // namespace sfs::proto
+
+namespace sfs::client {
+
+struct OpenResult {
+  Attr attr;
+  LayoutSpec layout;
+  bool created = false;
+  uint64_t open_id = 0;
+};
+
+// What Close/SetSize report about this client's writes.
+struct SizeReport {
+  bool has_size = false;
+  uint64_t size = 0;       // highest byte written + 1
+  int64_t mtime_ns = 0;    // 0 = none
+  bool has_blocks = false;
+  uint64_t blocks = 0;     // sum of the objects' st_blocks
+};
+
+class MdsClient {
+ public:
+  MdsClient(std::unique_ptr<rpc::Channel> channel, uint64_t client_id,
+            std::chrono::milliseconds timeout);
+  ~MdsClient();
+
+  uint64_t client_id() const { return client_id_; }
+  const std::string& address() const { return channel_->address(); }
+  // A fresh request id (shared with the OSS calls of this client).
+  uint64_t NextXid() { return xid_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Keeps transport error codes (see the file comment).
+  Status Ping(std::chrono::milliseconds timeout);
+
+  Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name);
+  Result<Attr> GetAttr(const Cred& c, uint64_t ino);
+  Result<Attr> SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args);
+  Result<OpenResult> Create(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
+                            int flags, const LayoutSpec* layout);
+  Result<OpenResult> Open(const Cred& c, uint64_t ino, int flags);
+  Status Close(const Cred& c, uint64_t ino, uint64_t open_id, const SizeReport& r);
+  Status SetSize(const Cred& c, uint64_t ino, const SizeReport& r);
+
+  Result<Attr> Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
+                     uint64_t rdev);
+  Result<Attr> Mkdir(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode);
+  Status Unlink(const Cred& c, uint64_t parent, std::string_view name);
+  Status Rmdir(const Cred& c, uint64_t parent, std::string_view name);
+  Status Rename(const Cred& c, uint64_t parent, std::string_view name, uint64_t new_parent,
+                std::string_view new_name, uint32_t flags);
+  Result<Attr> Link(const Cred& c, uint64_t ino, uint64_t new_parent, std::string_view new_name);
+  Result<Attr> Symlink(const Cred& c, uint64_t parent, std::string_view name,
+                       std::string_view target);
+  Result<std::string> Readlink(const Cred& c, uint64_t ino);
+  Result<DirPage> Readdir(const Cred& c, uint64_t ino, std::string_view after,
+                          uint32_t max_entries, bool with_attrs);
+  Result<FsStat> Statfs();
+
+  Result<std::string> GetXattr(const Cred& c, uint64_t ino, std::string_view name);
+  Status SetXattr(const Cred& c, uint64_t ino, std::string_view name, std::string_view value,
+                  int flags);
+  Result<std::vector<std::string>> ListXattr(const Cred& c, uint64_t ino);
+  Status RemoveXattr(const Cred& c, uint64_t ino, std::string_view name);
+
+  Result<LayoutSpec> GetLayout(const Cred& c, uint64_t ino);
+  Status SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear);
+  Result<std::vector<OstStatus>> GetOstMap();
+
+ private:
+  // Fills in the header fields of *req, sends it and parses the reply into
+  // *resp. Returns the reply's status, or the transport failure (raw codes).
+  Status CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
+                 std::chrono::milliseconds timeout);
+  // CallRaw with transport failures mapped to EIO.
+  Status Call(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp);
+  Result<Attr> CallForAttr(const Cred* c, proto::MdsRequest* req);
+  Result<OpenResult> CallForOpen(const Cred* c, proto::MdsRequest* req);
+
+  std::unique_ptr<rpc::Channel> channel_;
+  const uint64_t client_id_;
+  const std::chrono::milliseconds timeout_;
+  std::atomic<uint64_t> xid_{1};
+};
+
+}  // namespace sfs::client
