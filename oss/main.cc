@@ -63,9 +63,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     if (arg == "--mds") f->mds = value;
     else if (arg == "--ost") f->osts.push_back(value);
     else if (arg == "--listen") f->listen = value;
-    else if (arg == "--heartbeat-ms") { if (!ParseInt(value, 1, 3600000, &f->heartbeat_ms)) return false; }
-    else if (arg == "--workers") { if (!ParseInt(value, 1, 1024, &f->workers)) return false; }
-    else if (arg == "--io-threads") { if (!ParseInt(value, 1, 64, &f->io_threads)) return false; }
+    else if (arg == "--heartbeat-ms" && ParseInt(value, 1, 3600000, &f->heartbeat_ms)) continue;
+    else if (arg == "--workers" && ParseInt(value, 1, 1024, &f->workers)) continue;
+    else if (arg == "--io-threads" && ParseInt(value, 1, 64, &f->io_threads)) continue;
     else return false;
   }
   std::string host;
@@ -83,13 +83,15 @@ void RaiseFdLimit() {
   }
 }
 
-Result<std::vector<std::unique_ptr<ObjectStore>>> OpenStores(const std::vector<std::string>& dirs) {
-  std::vector<std::unique_ptr<ObjectStore>> stores;
+using Stores = std::vector<std::unique_ptr<ObjectStore>>;
+
+Result<Stores> OpenStores(const std::vector<std::string>& dirs) {
+  Stores stores;
   std::set<std::string> uuids;
   for (const std::string& dir : dirs) {
     SFS_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> s, OpenFileObjectStore(dir));
     if (!uuids.insert(s->uuid()).second) {
-      return Status::Errno(EINVAL, "OST " + dir + " has the uuid of another --ost (same dir twice?)");
+      return Status::Errno(EINVAL, "OST " + dir + " repeats the uuid of another --ost");
     }
     LOG_INFO("OST " << dir << " uuid " << s->uuid());
     stores.push_back(std::move(s));
@@ -103,8 +105,7 @@ int Fail(const Status& st) {
 }
 
 // Registers, serves until a signal arrives, then stops everything in order.
-int Serve(const Flags& flags, std::vector<std::unique_ptr<ObjectStore>>& stores,
-          const sigset_t& signals) {
+int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   OssService service;
   rpc::ServerOptions sopts;
   (void)rpc::ParseAddress(flags.listen, &sopts.host, &sopts.port);  // checked by ParseFlags

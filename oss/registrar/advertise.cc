@@ -34,9 +34,10 @@ Result<std::string> LocalIpTowards(const std::string& host, uint16_t port) {
     char buf[INET6_ADDRSTRLEN] = {0};
     if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
-      const void* a = local.ss_family == AF_INET6
-                          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
-                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+      auto* v6 = reinterpret_cast<sockaddr_in6*>(&local);
+      auto* v4 = reinterpret_cast<sockaddr_in*>(&local);
+      const void* a = local.ss_family == AF_INET6 ? static_cast<const void*>(&v6->sin6_addr)
+                                                  : static_cast<const void*>(&v4->sin_addr);
       if (::inet_ntop(local.ss_family, a, buf, sizeof(buf)) != nullptr) ip = buf;
     }
     ::close(fd);

@@ -35,7 +35,9 @@ namespace sfs::oss {
 struct RegistrarOptions {
   std::string self_address;  // "host:port" clients use to reach this OSS
   std::chrono::milliseconds heartbeat_interval{1000};
-  std::chrono::milliseconds rpc_timeout{3000};
+  // The channel keeps retrying the connect until a call's deadline, so this
+  // also bounds how long Stop() can wait while the MDS is unreachable.
+  std::chrono::milliseconds rpc_timeout{1000};
   std::chrono::milliseconds min_backoff{50};
   std::chrono::milliseconds max_backoff{2000};
 };

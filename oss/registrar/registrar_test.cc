@@ -105,7 +105,8 @@ class RegistrarTest : public ::testing::Test {
 
   // Polls pred for up to 10 s.
   bool Eventually(const std::function<bool()>& pred) {
-    for (auto end = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < end;) {
+    auto end = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < end) {
       if (pred()) return true;
       std::this_thread::sleep_for(1ms);
     }

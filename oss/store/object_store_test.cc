@@ -211,7 +211,8 @@ TEST_F(ObjectStoreTest, ManyMoreObjectsThanTheFdCacheKeepTheirData) {
   constexpr uint64_t kObjects = 300;
   for (int round = 0; round < 2; ++round) {
     for (uint64_t oid = 1000; oid < 1000 + kObjects; ++oid) {
-      WriteOk(oid, static_cast<uint64_t>(round) * 100, Pattern(100, static_cast<uint8_t>(oid + round)));
+      uint8_t seed = static_cast<uint8_t>(oid + static_cast<uint64_t>(round));
+      WriteOk(oid, static_cast<uint64_t>(round) * 100, Pattern(100, seed));
     }
   }
   EXPECT_LE(CountOpenFds(), fds_before + 16);
