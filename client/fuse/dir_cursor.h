@@ -1,0 +1,53 @@
+// DirCursor: one opendir's paged, stable view of a directory for readdir.
+//
+// Positions: 0 is ".", 1 is "..", and 2 + i is the i-th entry fetched from
+// libsfs. The offset FUSE stores with an entry is its position + 1 (where the
+// next readdir resumes). Entries come from libsfs in name order, each page
+// fetched after the last name already held, and are kept for the life of the
+// handle: resuming at any offset handed out earlier (also after telldir/
+// seekdir) finds the same entry whatever is created or removed meanwhile, and
+// no entry is returned twice. An entry created after its place was passed is
+// not seen, one removed after it was fetched is still returned; POSIX allows
+// both. Rewinding to 0 starts a fresh snapshot (rewinddir sees the present).
+//
+// Memory: the names of the entries fetched so far (an entry's attributes are
+// dropped once handed to the kernel). Not thread-safe: the owner locks mu.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "client/lib/client.h"
+
+namespace sfs::fuse {
+
+class DirCursor {
+ public:
+  // Fetches up to max entries with names > after (libsfs Readdir).
+  using FetchFn = std::function<Result<client::DirPage>(std::string_view after, uint32_t max)>;
+
+  static constexpr uint64_t kFirstEntryPos = 2;
+
+  explicit DirCursor(uint32_t page_entries) : page_entries_(page_entries) {}
+
+  // Forgets every entry fetched; the next EntryAt fetches from the start.
+  void Reset();
+  // The entry at position pos (>= kFirstEntryPos), fetching pages as needed;
+  // nullptr once pos is past the last entry.
+  Result<client::DirEntry*> EntryAt(uint64_t pos, const FetchFn& fetch);
+
+  std::mutex mu;
+  uint64_t parent_ino = 0;   // GUARDED_BY(mu): ".." once looked up, 0 before
+
+ private:
+  Status FetchPage(const FetchFn& fetch);
+
+  uint32_t page_entries_;
+  std::vector<client::DirEntry> entries_;  // GUARDED_BY(mu)
+  bool eof_ = false;                       // GUARDED_BY(mu)
+};
+
+}  // namespace sfs::fuse

@@ -1,0 +1,127 @@
+// FuseOps, part three: directories. An open directory handle (fi->fh) is a
+// DirCursor, the snapshot that gives readdir stable offsets; its pages come
+// from libsfs Readdir. "." and ".." are added here (the MDS lists neither),
+// with the directory's own inode and its parent's.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "client/fuse/dir_cursor.h"
+#include "client/fuse/fuse_ops.h"
+
+namespace sfs::fuse {
+namespace {
+
+DirCursor* CursorOf(const fuse_file_info* fi) { return reinterpret_cast<DirCursor*>(fi->fh); }
+
+// One entry about to be added to a readdir reply.
+struct Emit {
+  const char* name = "";   // NUL-terminated: FUSE copies it by strlen
+  uint64_t ino = 0;
+  uint32_t type = DT_UNKNOWN;
+  const client::Attr* attr = nullptr;  // readdirplus: hand the kernel this inode
+};
+
+}  // namespace
+
+void FuseOps::OnOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  // Nothing to ask the MDS yet: the kernel has checked read permission, and
+  // the MDS checks the caller again at each Readdir.
+  auto* cursor = new DirCursor(opts_.readdir_page);
+  fi->fh = reinterpret_cast<uint64_t>(cursor);
+  if (fuse_reply_open(req, fi) != 0) delete cursor;
+}
+
+void FuseOps::OnReleasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  delete CursorOf(fi);
+  fuse_reply_err(req, 0);
+}
+
+void FuseOps::OnReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        fuse_file_info* fi) {
+  DoReaddir(req, ino, size, off, fi, /*plus=*/false);
+}
+
+void FuseOps::OnReaddirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                            fuse_file_info* fi) {
+  DoReaddir(req, ino, size, off, fi, /*plus=*/true);
+}
+
+// Composite: libsfs Readdir for each page the reply needs, and one Lookup of
+// ".." per handle for the parent's inode number.
+void FuseOps::DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        fuse_file_info* fi, bool plus) {
+  DirCursor& dir = *CursorOf(fi);
+  const client::Cred cred = CredOf(req);
+  std::lock_guard<std::mutex> lock(dir.mu);
+  if (off == 0) dir.Reset();
+  if (off <= 1 && dir.parent_ino == 0) {
+    if (ino == client::kRootIno) {
+      dir.parent_ino = ino;
+    } else {
+      Result<client::Attr> parent = client_->Lookup(cred, ino, "..");
+      if (!parent.ok()) return ReplyStatus(req, parent.status());
+      dir.parent_ino = parent->ino;
+    }
+  }
+  DirCursor::FetchFn fetch = [&](std::string_view after, uint32_t max) {
+    return client_->Readdir(cred, ino, after, max, plus);
+  };
+  std::vector<char> buf(size);
+  size_t used = 0;
+  std::vector<uint64_t> refs;  // inodes handed to the kernel by this reply
+  for (uint64_t pos = static_cast<uint64_t>(off);; ++pos) {
+    Emit em;
+    client::DirEntry* entry = nullptr;
+    if (pos == 0) {
+      em = Emit{".", ino, DT_DIR};
+    } else if (pos == 1) {
+      em = Emit{"..", dir.parent_ino, DT_DIR};
+    } else {
+      Result<client::DirEntry*> e = dir.EntryAt(pos, fetch);
+      if (!e.ok() && used == 0) return ReplyStatus(req, e.status());
+      if (!e.ok() || *e == nullptr) break;
+      entry = *e;
+      em = Emit{entry->name.c_str(), entry->ino, entry->type};
+      if (plus && entry->attr.has_value()) em.attr = &*entry->attr;
+    }
+    char* out = buf.data() + used;
+    size_t room = size - used;
+    size_t need = 0;
+    off_t next = static_cast<off_t>(pos + 1);
+    if (plus) {
+      fuse_entry_param e{};
+      if (em.attr != nullptr) {
+        e = EntryParam(*em.attr);
+      } else {
+        // No attributes (or "." / ".."): nodeid 0 tells the kernel to take
+        // the name only, without creating or counting an inode.
+        e.attr.st_ino = em.ino;
+        e.attr.st_mode = DTTOIF(em.type);
+      }
+      need = fuse_add_direntry_plus(req, out, room, em.name, &e, next);
+      if (need <= room && e.ino != 0) {
+        nodes_.Ref(e.ino);
+        refs.push_back(e.ino);
+      }
+    } else {
+      struct stat st{};
+      st.st_ino = em.ino;
+      st.st_mode = DTTOIF(em.type);
+      need = fuse_add_direntry(req, out, room, em.name, &st, next);
+    }
+    if (need > room) break;
+    used += need;
+    // Attributes are only for the reply that first carries the entry.
+    if (entry != nullptr) entry->attr.reset();
+  }
+  if (fuse_reply_buf(req, buf.data(), used) != 0) {
+    for (uint64_t r : refs) nodes_.Forget(r, 1);
+  }
+}
+
+}  // namespace sfs::fuse

@@ -1,0 +1,119 @@
+// FuseOps, part two: open files and their data. A file handle (fi->fh) owns
+// one libsfs File; read and write go straight to libsfs, which splits them by
+// stripe and talks to the OSSes in parallel. Close-to-open: open and create
+// take fresh attributes from the MDS (libsfs Open/Create) and keep the
+// kernel's pages only if the file is unchanged since this mount last opened
+// it (NodeTable::KeepCache).
+#include <fcntl.h>
+
+#include <cerrno>
+#include <memory>
+#include <span>
+#include <utility>
+
+#include "client/fuse/fuse_ops.h"
+#include "common/log.h"
+
+namespace sfs::fuse {
+namespace {
+
+struct OpenFile {
+  std::shared_ptr<client::File> file;
+};
+
+OpenFile* HandleOf(const fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh); }
+client::File& FileOf(const fuse_file_info* fi) { return *HandleOf(fi)->file; }
+
+}  // namespace
+
+void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const client::Attr& a,
+                        fuse_file_info* fi, bool with_entry) {
+  if (with_entry) nodes_.Ref(a.ino);
+  bool unchanged = nodes_.KeepCache(a.ino, a.mtime_ns, a.size);
+  fi->keep_cache = unchanged && (fi->flags & O_TRUNC) == 0;
+  // A read-only handle has no size to report, so its close needs no FLUSH.
+  fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
+  auto* h = new OpenFile{std::move(f)};
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  int rc = 0;
+  if (with_entry) {
+    fuse_entry_param e = EntryParam(a);
+    rc = fuse_reply_create(req, &e, fi);
+  } else {
+    rc = fuse_reply_open(req, fi);
+  }
+  if (rc != 0) {
+    // The open was interrupted: the kernel has no handle and will not release it.
+    (void)client_->Close(h->file);
+    delete h;
+    if (with_entry) nodes_.Forget(a.ino, 1);
+  }
+}
+
+void FuseOps::OnOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  client::Attr a;
+  Result<std::shared_ptr<client::File>> f = client_->Open(CredOf(req), ino, fi->flags, &a);
+  if (!f.ok()) return ReplyStatus(req, f.status());
+  ReplyOpen(req, std::move(*f), a, fi, /*with_entry=*/false);
+}
+
+void FuseOps::OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                       fuse_file_info* fi) {
+  client::Attr a;
+  Result<std::shared_ptr<client::File>> f =
+      client_->Create(CredOf(req), parent, name, mode, fi->flags, &a);
+  if (!f.ok()) return ReplyStatus(req, f.status());
+  ReplyOpen(req, std::move(*f), a, fi, /*with_entry=*/true);
+}
+
+void FuseOps::OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     fuse_file_info* fi) {
+  auto buf = std::make_unique_for_overwrite<uint8_t[]>(size);
+  Result<size_t> n = client_->Read(FileOf(fi), off, std::span<uint8_t>(buf.get(), size));
+  if (!n.ok()) return ReplyStatus(req, n.status());
+  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.get()), *n);
+}
+
+void FuseOps::OnWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* bufv, off_t off,
+                         fuse_file_info* fi) {
+  size_t size = fuse_buf_size(bufv);
+  const fuse_buf& first = bufv->buf[bufv->idx];
+  const uint8_t* data = nullptr;
+  std::unique_ptr<uint8_t[]> copy;
+  if (bufv->count - bufv->idx == 1 && (first.flags & FUSE_BUF_IS_FD) == 0) {
+    data = static_cast<const uint8_t*>(first.mem) + bufv->off;
+  } else {
+    // Spliced (fd) or scattered data: gather it into one buffer for libsfs.
+    copy = std::make_unique_for_overwrite<uint8_t[]>(size);
+    fuse_bufvec dst{};
+    dst.count = 1;
+    dst.buf[0].size = size;
+    dst.buf[0].mem = copy.get();
+    dst.buf[0].fd = -1;
+    ssize_t got = fuse_buf_copy(&dst, bufv, FUSE_BUF_NO_SPLICE);
+    if (got < 0) return static_cast<void>(fuse_reply_err(req, static_cast<int>(-got)));
+    size = static_cast<size_t>(got);
+    data = copy.get();
+  }
+  Result<size_t> n = client_->Write(FileOf(fi), off, std::span<const uint8_t>(data, size));
+  if (!n.ok()) return ReplyStatus(req, n.status());
+  fuse_reply_write(req, *n);
+}
+
+void FuseOps::OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  ReplyStatus(req, client_->Flush(FileOf(fi)));
+}
+
+void FuseOps::OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  std::unique_ptr<OpenFile> h(HandleOf(fi));
+  Status st = client_->Close(h->file);
+  // close(2) has returned already; the kernel ignores a release error.
+  if (!st.ok()) LOG_WARN("close of inode " << ino << " failed: " << st.ToString());
+  fuse_reply_err(req, 0);
+}
+
+void FuseOps::OnFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
+  ReplyStatus(req, client_->Fsync(FileOf(fi), datasync != 0));
+}
+
+}  // namespace sfs::fuse

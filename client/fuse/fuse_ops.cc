@@ -1,0 +1,335 @@
+// FuseOps, part one: session set-up, the operation table, and the operations
+// on names, attributes and extended attributes. Each OnX is one libsfs call
+// and one reply; the caching and lookup-count rules are in fuse_ops.h.
+#include "client/fuse/fuse_ops.h"
+
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+
+namespace sfs::fuse {
+namespace {
+
+FuseOps* Self(fuse_req_t req) { return static_cast<FuseOps*>(fuse_req_userdata(req)); }
+
+int64_t Nanos(const struct timespec& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+client::SetAttrArgs ToSetAttrArgs(const struct stat& st, int to_set) {
+  client::SetAttrArgs a;
+  auto take = [&](int fuse_bit, uint32_t sfs_bit) {
+    if (to_set & fuse_bit) a.valid |= sfs_bit;
+  };
+  take(FUSE_SET_ATTR_MODE, client::kSetMode);
+  take(FUSE_SET_ATTR_UID, client::kSetUid);
+  take(FUSE_SET_ATTR_GID, client::kSetGid);
+  take(FUSE_SET_ATTR_SIZE, client::kSetSize);
+  take(FUSE_SET_ATTR_ATIME, client::kSetAtime);
+  take(FUSE_SET_ATTR_MTIME, client::kSetMtime);
+  take(FUSE_SET_ATTR_ATIME_NOW, client::kSetAtimeNow);
+  take(FUSE_SET_ATTR_MTIME_NOW, client::kSetMtimeNow);
+  take(FUSE_SET_ATTR_CTIME, client::kSetCtime);
+  a.mode = st.st_mode;
+  a.uid = st.st_uid;
+  a.gid = st.st_gid;
+  a.size = static_cast<uint64_t>(st.st_size);
+  a.atime_ns = Nanos(st.st_atim);
+  a.mtime_ns = Nanos(st.st_mtim);
+  a.ctime_ns = Nanos(st.st_ctim);
+  return a;
+}
+
+// Answers a getxattr/listxattr: the size for a size-0 probe, ERANGE when the
+// caller's buffer is too small, else the bytes.
+void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
+  if (size == 0) {
+    fuse_reply_xattr(req, value.size());
+  } else if (value.size() > size) {
+    fuse_reply_err(req, ERANGE);
+  } else {
+    fuse_reply_buf(req, value.data(), value.size());
+  }
+}
+
+}  // namespace
+
+void ReplyStatus(fuse_req_t req, const Status& st) {
+  // Status::code() is the errno; an error without one would read as success.
+  fuse_reply_err(req, st.ok() ? 0 : (st.code() > 0 ? st.code() : EIO));
+}
+
+client::Cred CredOf(fuse_req_t req) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  client::Cred c;
+  c.uid = ctx->uid;
+  c.gid = ctx->gid;
+  // Root passes every check, so its groups (a /proc read each) are not needed.
+  if (c.uid == 0) return c;
+  std::vector<gid_t> groups(32);
+  int n = fuse_req_getgroups(req, static_cast<int>(groups.size()), groups.data());
+  if (n > static_cast<int>(groups.size())) {
+    groups.resize(n);
+    n = fuse_req_getgroups(req, n, groups.data());
+  }
+  // A failure (the caller already exited, or no /proc) leaves the primary
+  // group only, which can only narrow what the MDS allows.
+  if (n > 0) {
+    c.groups.assign(groups.begin(), groups.begin() + std::min<size_t>(n, groups.size()));
+  }
+  return c;
+}
+
+FuseOps::FuseOps(std::unique_ptr<client::Client> client, FuseOptions opts)
+    : client_(std::move(client)), opts_(opts) {}
+
+double FuseOps::AttrTimeout(uint32_t mode) const {
+  return S_ISREG(mode) ? opts_.file_attr_timeout : opts_.attr_timeout;
+}
+
+fuse_entry_param FuseOps::EntryParam(const client::Attr& a) const {
+  fuse_entry_param e{};
+  e.ino = a.ino;
+  e.generation = a.generation;
+  e.attr = a.ToStat();
+  e.attr_timeout = AttrTimeout(a.mode);
+  e.entry_timeout = opts_.entry_timeout;
+  return e;
+}
+
+void FuseOps::ReplyEntry(fuse_req_t req, const client::Attr& a) {
+  fuse_entry_param e = EntryParam(a);
+  nodes_.Ref(a.ino);
+  if (fuse_reply_entry(req, &e) != 0) nodes_.Forget(a.ino, 1);
+}
+
+void FuseOps::ReplyAttr(fuse_req_t req, const client::Attr& a) {
+  struct stat st = a.ToStat();
+  fuse_reply_attr(req, &st, AttrTimeout(a.mode));
+}
+
+void FuseOps::OnInit(fuse_conn_info* conn) {
+  conn->max_write = opts_.max_write;
+  // Deep enough for parallel readahead and async direct I/O over many OSSes.
+  conn->max_background = 64;
+  conn->congestion_threshold = 48;
+  conn->time_gran = 1;
+  auto want = [conn](unsigned cap) {
+    if (conn->capable & cap) conn->want |= cap;
+  };
+  want(FUSE_CAP_ASYNC_READ);
+  want(FUSE_CAP_PARALLEL_DIROPS);
+  want(FUSE_CAP_ATOMIC_O_TRUNC);
+  want(FUSE_CAP_CACHE_SYMLINKS);  // a symlink never changes; a new one is a new inode
+  if (opts_.splice_write) {
+    want(FUSE_CAP_SPLICE_WRITE);
+  } else {
+    conn->want &= ~FUSE_CAP_SPLICE_WRITE;
+  }
+  // Write data arrives in memory either way: a pipe in between only adds a copy.
+  conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE);
+  conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_AUTO_INVAL_DATA);
+  // No lock ops are implemented: the kernel keeps flock/fcntl locks locally.
+  conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+  LOG_INFO("FUSE session up: protocol 7." << conn->proto_minor << ", max_write "
+                                          << conn->max_write << ", max_read " << conn->max_read);
+}
+
+void FuseOps::OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Result<client::Attr> a = client_->Lookup(CredOf(req), parent, name);
+  if (!a.ok()) return ReplyStatus(req, a.status());
+  ReplyEntry(req, *a);
+}
+
+void FuseOps::OnForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  nodes_.Forget(ino, nlookup);
+  fuse_reply_none(req);
+}
+
+void FuseOps::OnForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  for (size_t i = 0; i < count; ++i) nodes_.Forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void FuseOps::OnGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Result<client::Attr> a = client_->GetAttr(CredOf(req), ino);
+  if (!a.ok()) return ReplyStatus(req, a.status());
+  ReplyAttr(req, *a);
+}
+
+void FuseOps::OnSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_set,
+                        fuse_file_info* fi) {
+  Result<client::Attr> a = client_->SetAttr(CredOf(req), ino, ToSetAttrArgs(*st, to_set));
+  if (!a.ok()) return ReplyStatus(req, a.status());
+  ReplyAttr(req, *a);
+}
+
+void FuseOps::OnReadlink(fuse_req_t req, fuse_ino_t ino) {
+  Result<std::string> target = client_->Readlink(CredOf(req), ino);
+  if (!target.ok()) return ReplyStatus(req, target.status());
+  fuse_reply_readlink(req, target->c_str());
+}
+
+void FuseOps::OnMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                      dev_t rdev) {
+  Result<client::Attr> a = client_->Mknod(CredOf(req), parent, name, mode, rdev);
+  if (!a.ok()) return ReplyStatus(req, a.status());
+  ReplyEntry(req, *a);
+}
+
+void FuseOps::OnMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  Result<client::Attr> a = client_->Mkdir(CredOf(req), parent, name, mode);
+  if (!a.ok()) return ReplyStatus(req, a.status());
+  ReplyEntry(req, *a);
+}
+
+void FuseOps::OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  ReplyStatus(req, client_->Unlink(CredOf(req), parent, name));
+}
+
+void FuseOps::OnRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  ReplyStatus(req, client_->Rmdir(CredOf(req), parent, name));
+}
+
+void FuseOps::OnSymlink(fuse_req_t req, const char* target, fuse_ino_t parent,
+                        const char* name) {
+  Result<client::Attr> a = client_->Symlink(CredOf(req), parent, name, target);
+  if (!a.ok()) return ReplyStatus(req, a.status());
+  ReplyEntry(req, *a);
+}
+
+void FuseOps::OnRename(fuse_req_t req, fuse_ino_t parent, const char* name,
+                       fuse_ino_t new_parent, const char* new_name, unsigned int flags) {
+  ReplyStatus(req, client_->Rename(CredOf(req), parent, name, new_parent, new_name, flags));
+}
+
+void FuseOps::OnLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent,
+                     const char* new_name) {
+  Result<client::Attr> a = client_->Link(CredOf(req), ino, new_parent, new_name);
+  if (!a.ok()) return ReplyStatus(req, a.status());
+  ReplyEntry(req, *a);
+}
+
+void FuseOps::OnStatfs(fuse_req_t req, fuse_ino_t ino) {
+  Result<client::FsStat> fs = client_->StatFs();
+  if (!fs.ok()) return ReplyStatus(req, fs.status());
+  struct statvfs s{};
+  uint64_t bsize = fs->bsize == 0 ? 4096 : fs->bsize;
+  s.f_bsize = bsize;
+  s.f_frsize = bsize;
+  s.f_blocks = fs->total_bytes / bsize;
+  s.f_bfree = fs->free_bytes / bsize;
+  s.f_bavail = fs->avail_bytes / bsize;
+  s.f_files = fs->total_inodes;
+  s.f_ffree = fs->free_inodes;
+  s.f_favail = fs->free_inodes;
+  s.f_namemax = 255;
+  fuse_reply_statfs(req, &s);
+}
+
+void FuseOps::OnSetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+                         size_t size, int flags) {
+  ReplyStatus(req, client_->SetXattr(CredOf(req), ino, name, std::string_view(value, size),
+                                     flags));
+}
+
+void FuseOps::OnGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  Result<std::string> v = client_->GetXattr(CredOf(req), ino, name);
+  if (!v.ok()) return ReplyStatus(req, v.status());
+  ReplyXattrValue(req, *v, size);
+}
+
+void FuseOps::OnListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  Result<std::vector<std::string>> names = client_->ListXattr(CredOf(req), ino);
+  if (!names.ok()) return ReplyStatus(req, names.status());
+  std::string packed;  // each name followed by its NUL, as listxattr(2) wants
+  for (const std::string& n : *names) packed.append(n).push_back('\0');
+  ReplyXattrValue(req, packed, size);
+}
+
+void FuseOps::OnRemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  ReplyStatus(req, client_->RemoveXattr(CredOf(req), ino, name));
+}
+
+const fuse_lowlevel_ops& FuseOps::Table() {
+  static const fuse_lowlevel_ops ops = [] {
+    fuse_lowlevel_ops o{};
+    o.init = [](void* self, fuse_conn_info* c) { static_cast<FuseOps*>(self)->OnInit(c); };
+    o.lookup = [](fuse_req_t r, fuse_ino_t p, const char* n) { Self(r)->OnLookup(r, p, n); };
+    o.forget = [](fuse_req_t r, fuse_ino_t i, uint64_t n) { Self(r)->OnForget(r, i, n); };
+    o.forget_multi = [](fuse_req_t r, size_t c, fuse_forget_data* f) {
+      Self(r)->OnForgetMulti(r, c, f);
+    };
+    o.getattr = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnGetAttr(r, i, f); };
+    o.setattr = [](fuse_req_t r, fuse_ino_t i, struct stat* s, int v, fuse_file_info* f) {
+      Self(r)->OnSetAttr(r, i, s, v, f);
+    };
+    o.readlink = [](fuse_req_t r, fuse_ino_t i) { Self(r)->OnReadlink(r, i); };
+    o.mknod = [](fuse_req_t r, fuse_ino_t p, const char* n, mode_t m, dev_t d) {
+      Self(r)->OnMknod(r, p, n, m, d);
+    };
+    o.mkdir = [](fuse_req_t r, fuse_ino_t p, const char* n, mode_t m) {
+      Self(r)->OnMkdir(r, p, n, m);
+    };
+    o.unlink = [](fuse_req_t r, fuse_ino_t p, const char* n) { Self(r)->OnUnlink(r, p, n); };
+    o.rmdir = [](fuse_req_t r, fuse_ino_t p, const char* n) { Self(r)->OnRmdir(r, p, n); };
+    o.symlink = [](fuse_req_t r, const char* t, fuse_ino_t p, const char* n) {
+      Self(r)->OnSymlink(r, t, p, n);
+    };
+    o.rename = [](fuse_req_t r, fuse_ino_t p, const char* n, fuse_ino_t np, const char* nn,
+                  unsigned int fl) { Self(r)->OnRename(r, p, n, np, nn, fl); };
+    o.link = [](fuse_req_t r, fuse_ino_t i, fuse_ino_t np, const char* nn) {
+      Self(r)->OnLink(r, i, np, nn);
+    };
+    o.open = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnOpen(r, i, f); };
+    o.create = [](fuse_req_t r, fuse_ino_t p, const char* n, mode_t m, fuse_file_info* f) {
+      Self(r)->OnCreate(r, p, n, m, f);
+    };
+    o.read = [](fuse_req_t r, fuse_ino_t i, size_t s, off_t off, fuse_file_info* f) {
+      Self(r)->OnRead(r, i, s, off, f);
+    };
+    o.write_buf = [](fuse_req_t r, fuse_ino_t i, fuse_bufvec* b, off_t off, fuse_file_info* f) {
+      Self(r)->OnWriteBuf(r, i, b, off, f);
+    };
+    o.flush = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnFlush(r, i, f); };
+    o.release = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnRelease(r, i, f); };
+    o.fsync = [](fuse_req_t r, fuse_ino_t i, int d, fuse_file_info* f) {
+      Self(r)->OnFsync(r, i, d, f);
+    };
+    o.opendir = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnOpendir(r, i, f); };
+    o.readdir = [](fuse_req_t r, fuse_ino_t i, size_t s, off_t off, fuse_file_info* f) {
+      Self(r)->OnReaddir(r, i, s, off, f);
+    };
+    o.readdirplus = [](fuse_req_t r, fuse_ino_t i, size_t s, off_t off, fuse_file_info* f) {
+      Self(r)->OnReaddirPlus(r, i, s, off, f);
+    };
+    o.releasedir = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
+      Self(r)->OnReleasedir(r, i, f);
+    };
+    o.statfs = [](fuse_req_t r, fuse_ino_t i) { Self(r)->OnStatfs(r, i); };
+    o.setxattr = [](fuse_req_t r, fuse_ino_t i, const char* n, const char* v, size_t s, int fl) {
+      Self(r)->OnSetXattr(r, i, n, v, s, fl);
+    };
+    o.getxattr = [](fuse_req_t r, fuse_ino_t i, const char* n, size_t s) {
+      Self(r)->OnGetXattr(r, i, n, s);
+    };
+    o.listxattr = [](fuse_req_t r, fuse_ino_t i, size_t s) { Self(r)->OnListXattr(r, i, s); };
+    o.removexattr = [](fuse_req_t r, fuse_ino_t i, const char* n) {
+      Self(r)->OnRemoveXattr(r, i, n);
+    };
+    // No access: default_permissions makes the kernel check. No getlk/setlk/
+    // flock: the kernel then keeps locks locally (see fuse_ops.h).
+    return o;
+  }();
+  return ops;
+}
+
+}  // namespace sfs::fuse

@@ -1,0 +1,131 @@
+// FuseOps: sfs-mount's FUSE low-level operations, a thin adapter from the
+// kernel's requests onto libsfs. Each OnX translates its arguments, calls
+// libsfs once (a few times for the composite ops noted at their definition)
+// and makes exactly one reply; errors are Status::code(), which is the errno.
+// An object of this class is the session's userdata: it owns the Client and
+// the options, and there is no file-level state.
+//
+// Lookup count: every reply that hands the kernel an inode (entry, create,
+// a readdirplus entry other than "." and "..") counts one lookup in the
+// NodeTable before it is sent, undone if it cannot be delivered; FORGET
+// subtracts. libsfs keeps nothing per inode, so the table only carries the
+// page-cache rule below.
+//
+// Caching, chosen for many mounts of one file system (each a training node):
+// - Positive entries live entry_timeout; negative entries are not cached
+//   (ENOENT is an error reply), so a name created elsewhere is seen at once.
+// - Attributes of directories, symlinks and devices live attr_timeout. Those
+//   of regular files live file_attr_timeout, 0 by default: with
+//   default_permissions the kernel checks permission at every open, and an
+//   expired inode makes that check fetch fresh attributes, so open sees the
+//   size another node extended the file to (no premature EOF, and O_APPEND
+//   appends at the true end). AUTO_INVAL_DATA is off so that those expired
+//   attributes do not cost a GETATTR on every read(); reads refresh the size
+//   only when they pass the cached end.
+// - Page cache: kept at open (keep_cache) iff the file's mtime and size at
+//   the MDS equal those seen by the previous open through this mount
+//   (close-to-open); otherwise the kernel drops the pages. No writeback
+//   cache: every write goes to the OSSes as the kernel gets it, so writers on
+//   many nodes to disjoint ranges of one file never rewrite each other's
+//   bytes from a stale page.
+// - An operation on an inode removed elsewhere gets ESTALE from the MDS; the
+//   kernel then walks the path again with revalidation, so a name removed and
+//   re-created through another mount is usable at once.
+// - Locks (flock, fcntl) are not implemented: the kernel keeps them locally,
+//   so they work between processes of one mount, not across mounts.
+//
+// Thread-safe: FUSE's multi-threaded loop calls any OnX from any worker.
+#pragma once
+
+#define FUSE_USE_VERSION 314
+#include <fuse3/fuse_lowlevel.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "client/fuse/node_table.h"
+#include "client/lib/client.h"
+
+namespace sfs::fuse {
+
+struct FuseOptions {
+  double entry_timeout = 1.0;      // seconds, positive dentries
+  double attr_timeout = 1.0;       // seconds, non-regular inodes
+  double file_attr_timeout = 0.0;  // seconds, regular files (see above)
+  uint32_t max_write = 1u << 20;
+  bool splice_write = false;       // reply read data through a pipe
+  uint32_t readdir_page = 512;     // entries per libsfs Readdir call
+};
+
+class FuseOps {
+ public:
+  FuseOps(std::unique_ptr<client::Client> client, FuseOptions opts);
+  FuseOps(const FuseOps&) = delete;
+  FuseOps& operator=(const FuseOps&) = delete;
+
+  // The operation table; its callbacks find this object as the userdata.
+  static const fuse_lowlevel_ops& Table();
+
+  const NodeTable& nodes() const { return nodes_; }
+
+  void OnInit(fuse_conn_info* conn);
+  // Names, attributes, xattrs (fuse_ops.cc).
+  void OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void OnForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+  void OnForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets);
+  void OnGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void OnSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_set, fuse_file_info* fi);
+  void OnReadlink(fuse_req_t req, fuse_ino_t ino);
+  void OnMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev);
+  void OnMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode);
+  void OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void OnRmdir(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void OnSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name);
+  void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
+                const char* new_name, unsigned int flags);
+  void OnLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* new_name);
+  void OnStatfs(fuse_req_t req, fuse_ino_t ino);
+  void OnSetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+                  size_t size, int flags);
+  void OnGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size);
+  void OnListXattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+  void OnRemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name);
+  // Open files and data (fuse_file_ops.cc).
+  void OnOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                fuse_file_info* fi);
+  void OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi);
+  void OnWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* bufv, off_t off,
+                  fuse_file_info* fi);
+  void OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void OnFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
+  // Directories (fuse_dir_ops.cc).
+  void OnOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void OnReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi);
+  void OnReaddirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     fuse_file_info* fi);
+  void OnReleasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+
+ private:
+  double AttrTimeout(uint32_t mode) const;
+  fuse_entry_param EntryParam(const client::Attr& a) const;
+  // Replies with an entry for a, counting the lookup.
+  void ReplyEntry(fuse_req_t req, const client::Attr& a);
+  void ReplyAttr(fuse_req_t req, const client::Attr& a);
+  void ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const client::Attr& a,
+                 fuse_file_info* fi, bool with_entry);
+  void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi,
+                 bool plus);
+
+  std::unique_ptr<client::Client> client_;
+  const FuseOptions opts_;
+  NodeTable nodes_;
+};
+
+// The caller's credentials (uid, gid, supplementary groups) for libsfs.
+client::Cred CredOf(fuse_req_t req);
+// The one reply for a request that returns only a status: 0 or the errno.
+void ReplyStatus(fuse_req_t req, const Status& st);
+
+}  // namespace sfs::fuse

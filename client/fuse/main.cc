@@ -1,0 +1,160 @@
+// sfs-mount: mounts a StripeFS file system through FUSE.
+//
+//   sfs-mount HOST:PORT MOUNTPOINT [-f] [-d] [-o opts]     (see MountUsage)
+//
+// Order matters: the MDS is reached first, so that an unreachable MDS is one
+// line on stderr and exit 1 within connect_timeout_ms, before anything is
+// mounted. Without -f the process forks before it creates any thread (libsfs
+// starts I/O threads, which a later fork would lose); the parent waits until
+// the child has mounted, then exits 0, or 1 if the child failed, so that
+// mount(8) and scripts see the mount ready when sfs-mount returns.
+// SIGTERM/SIGINT/SIGHUP end the session loop and unmount cleanly (exit 0).
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/fuse/fuse_ops.h"
+#include "client/fuse/mount_args.h"
+#include "common/log.h"
+
+namespace sfs::fuse {
+namespace {
+
+// The background half of daemonizing: the child reports readiness through a pipe.
+class Daemon {
+ public:
+  // In the parent, waits for the child's verdict and exits with it. In the
+  // child, returns. REQUIRES: no thread has been started.
+  void Fork() {
+    int fds[2];
+    if (pipe(fds) != 0) Die("pipe");
+    pid_t pid = fork();
+    if (pid < 0) Die("fork");
+    if (pid > 0) {
+      close(fds[1]);
+      char verdict = 1;
+      ssize_t n;
+      do {
+        n = read(fds[0], &verdict, 1);
+      } while (n < 0 && errno == EINTR);
+      _exit(n == 1 && verdict == 0 ? 0 : 1);
+    }
+    close(fds[0]);
+    ready_fd_ = fds[1];
+    setsid();  // a terminal's ^C or hang-up no longer reaches the daemon
+  }
+
+  // Mounted: detach from the terminal and let the parent exit 0.
+  void Ready() {
+    if (ready_fd_ < 0) return;
+    if (chdir("/") != 0) {
+      // Not fatal: only keeps the directory we started in busy.
+    }
+    int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+      dup2(null_fd, 0);
+      dup2(null_fd, 1);
+      dup2(null_fd, 2);
+      if (null_fd > 2) close(null_fd);
+    }
+    char ok = 0;
+    if (write(ready_fd_, &ok, 1) != 1) {
+      // The parent is gone; nobody waits for the verdict.
+    }
+    close(ready_fd_);
+    ready_fd_ = -1;
+  }
+
+ private:
+  [[noreturn]] static void Die(const char* what) {
+    std::fprintf(stderr, "sfs-mount: %s: %s\n", what, std::strerror(errno));
+    _exit(1);
+  }
+  int ready_fd_ = -1;
+};
+
+bool IsUnreachable(int code) {
+  return code == ECONNREFUSED || code == ETIMEDOUT || code == EHOSTUNREACH ||
+         code == ENETUNREACH || code == ECONNRESET || code == EIO;
+}
+
+// Runs the session until unmount or a signal. Returns the exit code.
+int Serve(fuse_session* se, const MountArgs& a) {
+  fuse_loop_config* cfg = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(cfg, 1);
+  fuse_loop_cfg_set_max_threads(cfg, a.max_threads);
+  fuse_loop_cfg_set_idle_threads(cfg, a.max_idle_threads);
+  int rc = fuse_session_loop_mt(se, cfg);
+  fuse_loop_cfg_destroy(cfg);
+  // libfuse reports the signal that ended the loop; that is a clean stop.
+  bool clean = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP;
+  if (!clean) LOG_ERROR("FUSE session ended with error " << rc);
+  return clean ? 0 : 1;
+}
+
+int Run(const MountArgs& a) {
+  char real[PATH_MAX];
+  if (realpath(a.mountpoint.c_str(), real) == nullptr) {
+    std::fprintf(stderr, "sfs-mount: mount point %s: %s\n", a.mountpoint.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  Daemon daemon;
+  if (!a.foreground) daemon.Fork();
+  Result<std::unique_ptr<client::Client>> client = client::Client::Connect(a.client);
+  if (!client.ok()) {
+    const Status& st = client.status();
+    const char* what = IsUnreachable(st.code()) ? "cannot reach" : "cannot connect to";
+    std::fprintf(stderr, "sfs-mount: %s MDS at %s: %s\n", what, a.mds_address.c_str(),
+                 st.message().empty() ? std::strerror(st.code()) : st.message().c_str());
+    return 1;
+  }
+  FuseOps ops(std::move(*client), a.fuse);
+  std::vector<char*> argv;
+  for (const std::string& s : a.fuse_argv) argv.push_back(const_cast<char*>(s.c_str()));
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  fuse_session* se = fuse_session_new(&args, &FuseOps::Table(), sizeof(fuse_lowlevel_ops), &ops);
+  if (se == nullptr) return 2;  // libfuse has printed which option it refused
+  int code = 1;
+  if (fuse_set_signal_handlers(se) == 0) {
+    if (fuse_session_mount(se, real) == 0) {
+      LOG_INFO("mounted " << a.mds_address << " on " << real);
+      daemon.Ready();
+      code = Serve(se, a);
+      fuse_session_unmount(se);
+      LOG_INFO("unmounted " << real);
+    }
+    fuse_remove_signal_handlers(se);
+  }
+  fuse_session_destroy(se);
+  return code;
+}
+
+}  // namespace
+}  // namespace sfs::fuse
+
+int main(int argc, char** argv) {
+  sfs::SetLogTag("mount");
+  sfs::Result<sfs::fuse::MountArgs> a = sfs::fuse::ParseMountArgs(argc, argv);
+  if (!a.ok()) {
+    std::fprintf(stderr,
+                 "sfs-mount: %s (usage: sfs-mount HOST:PORT MOUNTPOINT [-f] [-d] [-o opts]; "
+                 "-h for the options)\n",
+                 a.status().message().c_str());
+    return 2;
+  }
+  if (a->help) {
+    std::fputs(sfs::fuse::MountUsage().c_str(), stdout);
+    return 0;
+  }
+  return sfs::fuse::Run(*a);
+}

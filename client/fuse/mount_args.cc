@@ -1,0 +1,159 @@
+// Parsing of sfs-mount's command line with libfuse's option parser, so that
+// "-o a,b" lists, escapes and pass-through behave as in every FUSE program.
+#include "client/fuse/mount_args.h"
+
+#include <fuse3/fuse_opt.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string_view>
+
+namespace sfs::fuse {
+namespace {
+
+// fuse_opt fills a plain struct by offset.
+struct RawArgs {
+  double attr_timeout = 1.0;
+  double entry_timeout = 1.0;
+  double file_attr_timeout = 0.0;
+  unsigned rpc_timeout_ms = 30000;
+  unsigned connect_timeout_ms = 5000;
+  unsigned max_threads = 64;
+  unsigned max_idle_threads = 10;
+  int splice_write = 0;
+  // Set by the callback.
+  MountArgs* out = nullptr;
+  int nonopts = 0;
+  std::string error;
+};
+
+enum Key { kKeyForeground = 1, kKeyDebug, kKeyHelp };
+
+#define SFS_OPT(templ, field, value) {templ, offsetof(RawArgs, field), value}
+const fuse_opt kSpecs[] = {
+    SFS_OPT("attr_timeout=%lf", attr_timeout, 0),
+    SFS_OPT("entry_timeout=%lf", entry_timeout, 0),
+    SFS_OPT("file_attr_timeout=%lf", file_attr_timeout, 0),
+    SFS_OPT("rpc_timeout_ms=%u", rpc_timeout_ms, 0),
+    SFS_OPT("connect_timeout_ms=%u", connect_timeout_ms, 0),
+    SFS_OPT("max_threads=%u", max_threads, 0),
+    SFS_OPT("max_idle_threads=%u", max_idle_threads, 0),
+    SFS_OPT("splice_write", splice_write, 1),
+    FUSE_OPT_KEY("-f", kKeyForeground),
+    FUSE_OPT_KEY("-d", kKeyDebug),
+    FUSE_OPT_KEY("debug", kKeyDebug),
+    FUSE_OPT_KEY("-h", kKeyHelp),
+    FUSE_OPT_KEY("--help", kKeyHelp),
+    FUSE_OPT_END,
+};
+#undef SFS_OPT
+
+int OnArg(void* data, const char* arg, int key, fuse_args* outargs) {
+  auto* raw = static_cast<RawArgs*>(data);
+  switch (key) {
+    case FUSE_OPT_KEY_NONOPT:
+      if (raw->nonopts == 0) {
+        raw->out->mds_address = arg;
+      } else if (raw->nonopts == 1) {
+        raw->out->mountpoint = arg;
+      } else {
+        raw->error = std::string("unexpected argument '") + arg + "'";
+        return -1;
+      }
+      ++raw->nonopts;
+      return 0;
+    case kKeyForeground:
+      raw->out->foreground = true;
+      return 0;
+    case kKeyDebug:
+      raw->out->debug = raw->out->foreground = true;
+      return 1;  // libfuse's own debug tracing
+    case kKeyHelp:
+      raw->out->help = true;
+      return 0;
+    default:
+      // "-x" is a flag we do not know; a bare word came from inside -o and
+      // goes to libfuse, which knows the mount options.
+      if (arg[0] == '-') {
+        raw->error = std::string("unknown flag '") + arg + "'";
+        return -1;
+      }
+      return 1;
+  }
+}
+
+Status CheckAddress(std::string_view addr) {
+  size_t colon = addr.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == addr.size()) {
+    return Status(EINVAL, "MDS address must be HOST:PORT, got '" + std::string(addr) + "'");
+  }
+  for (char c : addr.substr(colon + 1)) {
+    if (c < '0' || c > '9') return Status(EINVAL, "bad port in '" + std::string(addr) + "'");
+  }
+  return Status::Ok();
+}
+
+Status Finish(const RawArgs& raw, MountArgs& out) {
+  if (out.help) return Status::Ok();
+  if (raw.nonopts < 2) return Status(EINVAL, "need HOST:PORT and MOUNTPOINT");
+  SFS_RETURN_IF_ERROR(CheckAddress(out.mds_address));
+  if (raw.attr_timeout < 0 || raw.entry_timeout < 0 || raw.file_attr_timeout < 0) {
+    return Status(EINVAL, "cache timeouts must be >= 0");
+  }
+  if (raw.rpc_timeout_ms == 0 || raw.connect_timeout_ms == 0 || raw.max_threads == 0) {
+    return Status(EINVAL, "rpc_timeout_ms, connect_timeout_ms and max_threads must be > 0");
+  }
+  out.fuse.attr_timeout = raw.attr_timeout;
+  out.fuse.entry_timeout = raw.entry_timeout;
+  out.fuse.file_attr_timeout = raw.file_attr_timeout;
+  out.fuse.splice_write = raw.splice_write != 0;
+  out.client.mds_address = out.mds_address;
+  out.client.rpc_timeout = std::chrono::milliseconds(raw.rpc_timeout_ms);
+  out.client.connect_timeout = std::chrono::milliseconds(raw.connect_timeout_ms);
+  out.max_threads = raw.max_threads;
+  out.max_idle_threads = raw.max_idle_threads;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<MountArgs> ParseMountArgs(int argc, const char* const* argv) {
+  MountArgs out;
+  RawArgs raw;
+  raw.out = &out;
+  fuse_args args = FUSE_ARGS_INIT(argc, const_cast<char**>(argv));
+  if (fuse_opt_parse(&args, &raw, kSpecs, OnArg) != 0) {
+    fuse_opt_free_args(&args);
+    return Status(EINVAL, raw.error.empty() ? "bad options" : raw.error);
+  }
+  Status st = Finish(raw, out);
+  if (st.ok()) {
+    out.fuse_argv.push_back(argc > 0 ? argv[0] : "sfs-mount");
+    out.fuse_argv.push_back("-o");
+    out.fuse_argv.push_back("default_permissions,fsname=sfs#" + out.mds_address + ",subtype=sfs");
+    for (int i = 1; i < args.argc; ++i) out.fuse_argv.push_back(args.argv[i]);
+  }
+  fuse_opt_free_args(&args);
+  if (!st.ok()) return st;
+  return out;
+}
+
+std::string MountUsage() {
+  return "usage: sfs-mount HOST:PORT MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
+         "  -f                      stay in the foreground\n"
+         "  -d, -o debug            foreground, trace every FUSE request\n"
+         "  -o allow_other          let other users in (root, or user_allow_other)\n"
+         "  -o ro                   mount read-only\n"
+         "  -o entry_timeout=SECS   cache names (default 1)\n"
+         "  -o attr_timeout=SECS    cache attributes of directories and symlinks (default 1)\n"
+         "  -o file_attr_timeout=SECS  cache attributes of regular files (default 0: every\n"
+         "                          open sees the size other nodes wrote; >0 trades that away)\n"
+         "  -o rpc_timeout_ms=N     give up on an MDS/OSS request after N ms (default 30000)\n"
+         "  -o connect_timeout_ms=N give up reaching the MDS at mount after N ms (default 5000)\n"
+         "  -o max_threads=N        FUSE worker threads at most (default 64)\n"
+         "  -o max_idle_threads=N   idle workers kept (default 10)\n"
+         "  -o splice_write         hand read data to the kernel through a pipe\n"
+         "  other -o options go to libfuse (max_read=N, fsname=, ...)\n";
+}
+
+}  // namespace sfs::fuse

@@ -1,0 +1,40 @@
+// sfs-mount's command line: `sfs-mount HOST:PORT MOUNTPOINT [-f] [-d] [-o opt,...]`.
+//
+// Options of our own (attr_timeout=, entry_timeout=, file_attr_timeout=,
+// rpc_timeout_ms=, connect_timeout_ms=, max_threads=, max_idle_threads=,
+// splice_write) are taken out; every other -o option (allow_other, ro,
+// max_read=, debug, ...) is handed to libfuse, after the defaults we add
+// (default_permissions, fsname=sfs#HOST:PORT, subtype=sfs), so a user's
+// fsname= or subtype= wins. libfuse rejects options it does not know.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "client/fuse/fuse_ops.h"
+#include "client/lib/client.h"
+#include "common/status.h"
+
+namespace sfs::fuse {
+
+struct MountArgs {
+  std::string mds_address;
+  std::string mountpoint;
+  bool foreground = false;  // -f (also implied by -d)
+  bool debug = false;       // -d or -o debug: libfuse traces every request
+  bool help = false;
+  FuseOptions fuse;
+  client::Options client;
+  unsigned max_threads = 64;       // FUSE workers at most (requests in flight)
+  unsigned max_idle_threads = 10;  // idle workers kept
+  // For fuse_session_new: argv[0], then the -o options.
+  std::vector<std::string> fuse_argv;
+};
+
+// Parses argv. EINVAL with a one-line reason for a bad command line.
+Result<MountArgs> ParseMountArgs(int argc, const char* const* argv);
+
+// The usage text, several lines, ending in a newline.
+std::string MountUsage();
+
+}  // namespace sfs::fuse

@@ -1,0 +1,75 @@
+// ParseMountArgs: our options taken out, the rest handed to libfuse.
+#include "client/fuse/mount_args.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace sfs::fuse {
+namespace {
+
+Result<MountArgs> Parse(std::vector<const char*> argv) {
+  argv.insert(argv.begin(), "sfs-mount");
+  return ParseMountArgs(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string Joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += x + " ";
+  return s;
+}
+
+TEST(MountArgsTest, AddressAndMountPointAreTheTwoPositionals) {
+  Result<MountArgs> a = Parse({"mds:7700", "/mnt/sfs"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->mds_address, "mds:7700");
+  EXPECT_EQ(a->mountpoint, "/mnt/sfs");
+  EXPECT_FALSE(a->foreground);
+  EXPECT_EQ(a->client.mds_address, "mds:7700");
+  EXPECT_EQ(Joined(a->fuse_argv),
+            "sfs-mount -o default_permissions,fsname=sfs#mds:7700,subtype=sfs ");
+}
+
+TEST(MountArgsTest, OwnOptionsAreTakenAndOthersPassThrough) {
+  Result<MountArgs> a = Parse({"-o", "allow_other,attr_timeout=2.5,rpc_timeout_ms=1500",
+                               "h:1", "/m", "-f", "-o", "ro,entry_timeout=0"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(a->foreground);
+  EXPECT_DOUBLE_EQ(a->fuse.attr_timeout, 2.5);
+  EXPECT_DOUBLE_EQ(a->fuse.entry_timeout, 0.0);
+  EXPECT_DOUBLE_EQ(a->fuse.file_attr_timeout, 0.0);
+  EXPECT_EQ(a->client.rpc_timeout.count(), 1500);
+  EXPECT_EQ(Joined(a->fuse_argv),
+            "sfs-mount -o default_permissions,fsname=sfs#h:1,subtype=sfs -o allow_other,ro ");
+}
+
+TEST(MountArgsTest, DebugImpliesForegroundAndReachesLibfuse) {
+  Result<MountArgs> a = Parse({"h:1", "/m", "-d"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->debug);
+  EXPECT_TRUE(a->foreground);
+  EXPECT_NE(Joined(a->fuse_argv).find("-d"), std::string::npos);
+}
+
+TEST(MountArgsTest, BadCommandLinesAreEinval) {
+  for (const auto& argv : std::vector<std::vector<const char*>>{
+           {"h:1"}, {"h:1", "/m", "/x"}, {"nocolon", "/m"}, {"h:port", "/m"},
+           {"h:1", "/m", "-z"}, {"h:1", "/m", "-o", "attr_timeout=-1"},
+           {"h:1", "/m", "-o", "rpc_timeout_ms=0"}}) {
+    Result<MountArgs> a = Parse(argv);
+    EXPECT_FALSE(a.ok()) << Joined(std::vector<std::string>(argv.begin(), argv.end()));
+    if (!a.ok()) {
+      EXPECT_EQ(a.status().code(), EINVAL);
+    }
+  }
+}
+
+TEST(MountArgsTest, HelpNeedsNothingElse) {
+  Result<MountArgs> a = Parse({"--help"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->help);
+}
+
+}  // namespace
+}  // namespace sfs::fuse

@@ -1,0 +1,47 @@
+// NodeTable: lookup counts and the close-to-open page-cache basis per inode.
+#include "client/fuse/node_table.h"
+
+namespace sfs::fuse {
+
+void NodeTable::Ref(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++nodes_[ino].nlookup;
+}
+
+void NodeTable::Forget(uint64_t ino, uint64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  // The kernel never forgets more than it was given; clamp anyway so that a
+  // reply we could not deliver (and undid) cannot wrap the count.
+  if (it->second.nlookup <= n) {
+    nodes_.erase(it);
+  } else {
+    it->second.nlookup -= n;
+  }
+}
+
+bool NodeTable::KeepCache(uint64_t ino, int64_t mtime_ns, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return false;
+  Node& n = it->second;
+  bool keep = n.cached && n.mtime_ns == mtime_ns && n.size == size;
+  n.cached = true;
+  n.mtime_ns = mtime_ns;
+  n.size = size;
+  return keep;
+}
+
+size_t NodeTable::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return nodes_.size();
+}
+
+uint64_t NodeTable::lookups(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  return it == nodes_.end() ? 0 : it->second.nlookup;
+}
+
+}  // namespace sfs::fuse

@@ -1,0 +1,53 @@
+// NodeTable: what sfs-mount remembers per inode the kernel holds, and why.
+//
+// libsfs is stateless per inode (every call names its inode and goes to the
+// MDS), so the only per-inode state of the FUSE adapter is the page-cache rule
+// of close-to-open consistency: at open, the kernel may keep the pages it
+// cached for a file iff the file's (mtime, size) at the MDS are exactly those
+// seen by the previous open through this mount. Anything written elsewhere
+// and closed since has changed them (libsfs reports mtime and size at close),
+// so the pages are dropped then and the new data is read.
+//
+// Lookup count: the kernel counts every reply that hands it an inode (entry,
+// create, readdirplus entry) and later sends FORGET with the same total. A
+// node lives while its count is positive; a forgotten inode has no pages in
+// the kernel either, so dropping its record loses nothing.
+//
+// Thread-safe: one mutex, held for a map update only.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+namespace sfs::fuse {
+
+class NodeTable {
+ public:
+  // The kernel got one more reference to ino (call before the reply; undo
+  // with Forget(ino, 1) if the reply could not be delivered).
+  void Ref(uint64_t ino);
+  // The kernel dropped n references to ino.
+  void Forget(uint64_t ino, uint64_t n);
+
+  // At open: true iff pages cached for ino may be kept, i.e. the previous
+  // open through this mount saw the same mtime and size. Records them as the
+  // new basis either way. False for an inode the kernel holds no reference to.
+  bool KeepCache(uint64_t ino, int64_t mtime_ns, uint64_t size);
+
+  // Number of inodes with a positive lookup count (for tests and logs).
+  size_t size() const;
+  uint64_t lookups(uint64_t ino) const;
+
+ private:
+  struct Node {
+    uint64_t nlookup = 0;
+    bool cached = false;   // an open recorded mtime_ns/size
+    int64_t mtime_ns = 0;
+    uint64_t size = 0;
+  };
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, Node> nodes_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace sfs::fuse
