@@ -1,0 +1,172 @@
+// Create-or-open, open, close and size reports, plus the life cycle of open
+// files: a file unlinked while open becomes an orphan (nlink 0, O key) and is
+// freed at its last close, when its client times out, or — for orphans left
+// by a previous run — once clients had client_timeout_ms to reopen them.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <set>
+
+#include "common/log.h"
+#include "mds/namespace/keys.h"
+#include "mds/namespace/namespace.h"
+
+namespace sfs::mds {
+namespace {
+
+// Access an open with these flags needs: O_RDONLY r, O_WRONLY w, O_RDWR both,
+// O_TRUNC w. A directory opened for writing is EISDIR.
+Status CheckOpenAccess(const Cred& cred, const proto::Attr& attr, uint32_t flags) {
+  int mask = 0;
+  switch (flags & O_ACCMODE) {
+    case O_RDONLY: mask = kMayRead; break;
+    case O_WRONLY: mask = kMayWrite; break;
+    default: mask = kMayRead | kMayWrite; break;
+  }
+  if (flags & O_TRUNC) mask |= kMayWrite;
+  if (S_ISDIR(attr.mode()) && (mask & kMayWrite)) return Status::Errno(EISDIR, "is a directory");
+  if (S_ISLNK(attr.mode())) return Status::Errno(ELOOP, "is a symlink");
+  return CheckAccess(cred, attr, mask);
+}
+
+// Applies a client's report of written size, mtime and block usage; true iff
+// anything changed. The size only grows here.
+bool ApplySizeReport(proto::Attr* a, bool has_size, uint64_t size, int64_t mtime_ns,
+                     bool has_blocks, uint64_t blocks, int64_t now) {
+  bool changed = false;
+  if (has_size && size > a->size()) {
+    a->set_size(size);
+    if (mtime_ns == 0) mtime_ns = now;
+    changed = true;
+  }
+  if (mtime_ns != 0 && mtime_ns != a->mtime_ns()) {
+    a->set_mtime_ns(mtime_ns);
+    a->set_ctime_ns(std::max(a->ctime_ns(), mtime_ns));
+    changed = true;
+  }
+  if (has_blocks && blocks != a->blocks()) {
+    a->set_blocks(blocks);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+Status Namespace::RegisterOpen(const OpCtx& ctx, uint64_t ino, const proto::InodeRec& rec,
+                               uint32_t flags, proto::OpenResp* out) {
+  *out->mutable_attr() = rec.attr();
+  if (S_ISREG(rec.attr().mode())) *out->mutable_layout() = rec.layout();
+  out->set_open_id(opens_.Add(ctx.client_id, ino, NowMs()));
+  return Status::Ok();
+}
+
+Status Namespace::Create(const OpCtx& ctx, const proto::CreateReq& req, proto::OpenResp* out) {
+  return Mutate(ctx, out, [&](Txn& txn) -> Status {
+    SFS_RETURN_IF_ERROR(ValidateName(req.name()));
+    SFS_ASSIGN_OR_RETURN(proto::InodeRec * dir, txn.Dir(req.parent()));
+    SFS_RETURN_IF_ERROR(CheckAccess(ctx.cred, dir->attr(), kMayExec));
+    SFS_ASSIGN_OR_RETURN(auto existing, txn.Dentry(req.parent(), req.name()));
+    if (existing) {
+      if (req.excl()) return Status::Errno(EEXIST, "file exists");
+      SFS_ASSIGN_OR_RETURN(proto::InodeRec * node, txn.Inode(existing->ino()));
+      if (S_ISDIR(node->attr().mode())) return Status::Errno(EISDIR, "is a directory");
+      SFS_RETURN_IF_ERROR(CheckOpenAccess(ctx.cred, node->attr(), req.open_flags()));
+      out->set_created(false);
+      return RegisterOpen(ctx, existing->ino(), *node, req.open_flags(), out);
+    }
+    SFS_RETURN_IF_ERROR(MayModifyDir(ctx.cred, *dir));
+    bool inherited = false;
+    SFS_ASSIGN_OR_RETURN(proto::Layout base, EffectiveDefault(req.parent(), &inherited));
+    SFS_ASSIGN_OR_RETURN(proto::Layout layout, AllocateLayout(req.layout(), base));
+    proto::InodeRec* node = nullptr;
+    uint64_t ino = 0;
+    SFS_RETURN_IF_ERROR(
+        AddNode(txn, ctx, req.parent(), req.name(), S_IFREG | (req.mode() & 07777), &node, &ino));
+    *node->mutable_layout() = std::move(layout);
+    out->set_created(true);
+    return RegisterOpen(ctx, ino, *node, req.open_flags(), out);
+  });
+}
+
+Status Namespace::Open(const OpCtx& ctx, const proto::OpenReq& req, proto::OpenResp* out) {
+  return Mutate(ctx, out, [&](Txn& txn) -> Status {
+    auto node = txn.Inode(req.ino());
+    if (!node.ok() && node.status().code() == ENOENT) return Status::Errno(ESTALE, "inode is gone");
+    if (!node.ok()) return node.status();
+    SFS_RETURN_IF_ERROR(CheckOpenAccess(ctx.cred, (*node)->attr(), req.open_flags()));
+    return RegisterOpen(ctx, req.ino(), **node, req.open_flags(), out);
+  });
+}
+
+Status Namespace::Close(const OpCtx& ctx, const proto::CloseReq& req) {
+  return Mutate(ctx, nullptr, [&](Txn& txn) -> Status {
+    uint64_t ino = opens_.Remove(req.open_id()).value_or(req.ino());
+    auto node = txn.Inode(ino);
+    if (!node.ok()) return node.status().code() == ENOENT ? Status::Ok() : node.status();
+    proto::Attr* a = (*node)->mutable_attr();
+    if (S_ISREG(a->mode()) && ApplySizeReport(a, req.has_size(), req.size_hint(), req.mtime_ns(),
+                                              req.has_blocks(), req.blocks(), txn.now())) {
+      txn.Dirty(ino);
+    }
+    if (a->nlink() == 0 && opens_.OpenCount(ino) == 0) return FreeInode(txn, ino);
+    return Status::Ok();
+  });
+}
+
+Status Namespace::SetSize(const OpCtx& ctx, const proto::SetSizeReq& req, proto::Attr* out) {
+  return Mutate(ctx, out, [&](Txn& txn) -> Status {
+    SFS_ASSIGN_OR_RETURN(proto::InodeRec * node, txn.Inode(req.ino()));
+    proto::Attr* a = node->mutable_attr();
+    if (S_ISDIR(a->mode())) return Status::Errno(EISDIR, "is a directory");
+    if (!S_ISREG(a->mode())) return Status::Errno(EINVAL, "not a regular file");
+    if (ApplySizeReport(a, true, req.size(), req.mtime_ns(), req.has_blocks(), req.blocks(),
+                        txn.now())) {
+      txn.Dirty(req.ino());
+    }
+    *out = *a;
+    return Status::Ok();
+  });
+}
+
+Status Namespace::ReapIfOrphan(uint64_t ino) {
+  return Mutate(OpCtx{}, nullptr, [&](Txn& txn) -> Status {
+    if (opens_.OpenCount(ino) > 0) return Status::Ok();
+    auto node = txn.Inode(ino);
+    if (!node.ok() && node.status().code() == ENOENT) {
+      txn.batch().Delete(keys::Orphan(ino));  // a stale orphan key
+      return Status::Ok();
+    }
+    if (!node.ok()) return node.status();
+    if ((*node)->attr().nlink() > 0) return Status::Ok();
+    LOG_INFO("destroying orphan inode " << ino);
+    return FreeInode(txn, ino);
+  });
+}
+
+void Namespace::Housekeep(int64_t now_ms) {
+  std::set<uint64_t> inos;
+  for (uint64_t ino : opens_.ExpireClients(now_ms, opts_.client_timeout_ms)) inos.insert(ino);
+  bool startup = false;
+  {
+    std::unique_lock lock(mu_);
+    if (!startup_orphans_reaped_ && now_ms - started_ms_ >= opts_.client_timeout_ms) {
+      startup_orphans_reaped_ = true;
+      startup = true;
+    }
+  }
+  if (startup) {
+    std::string o(1, keys::kOrphan);
+    Status st = store_->Scan(o, keys::PrefixEnd(o), [&](std::string_view k, std::string_view) {
+      inos.insert(keys::IdOf(k));
+      return true;
+    });
+    if (!st.ok()) LOG_WARN("scanning orphans: " << st.ToString());
+  }
+  for (uint64_t ino : inos) {
+    Status st = ReapIfOrphan(ino);
+    if (!st.ok()) LOG_WARN("reaping orphan " << ino << ": " << st.ToString());
+  }
+}
+
+}  // namespace sfs::mds

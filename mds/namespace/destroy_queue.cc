@@ -1,0 +1,109 @@
+// The object destroy worker; see destroy_queue.h.
+#include "mds/namespace/destroy_queue.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/log.h"
+#include "mds/namespace/keys.h"
+#include "mds_store.pb.h"
+
+namespace sfs::mds {
+namespace {
+
+constexpr size_t kBatch = 256;
+constexpr std::chrono::milliseconds kMinBackoff{1000};
+constexpr std::chrono::milliseconds kMaxBackoff{30000};
+
+}  // namespace
+
+void DestroyQueue::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void DestroyQueue::Notify() {
+  std::lock_guard<std::mutex> lock(mu_);
+  notified_ = true;
+  cv_.notify_one();
+}
+
+void DestroyQueue::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+size_t DestroyQueue::RunOnce() {
+  std::vector<std::string> keys_seen;
+  std::vector<ObjectDestroyer::Item> items;
+  size_t pending = 0;
+  std::string q(1, keys::kQueue);
+  Status st = store_->Scan(q, keys::PrefixEnd(q), [&](std::string_view k, std::string_view v) {
+    proto::DestroyRec rec;
+    if (!rec.ParseFromArray(v.data(), v.size())) {
+      keys_seen.emplace_back(k);  // unreadable: drop it
+      items.push_back({});
+      return true;
+    }
+    auto address = osts_->UpAddress(rec.ost());
+    if (!address) {
+      ++pending;
+      return true;
+    }
+    keys_seen.emplace_back(k);
+    items.push_back({*address, rec.ost(), rec.oid()});
+    return items.size() < kBatch;
+  });
+  if (!st.ok()) {
+    LOG_WARN("destroy queue scan: " << st.ToString());
+    return pending + 1;
+  }
+  std::vector<ObjectDestroyer::Item> live;
+  for (const auto& it : items) {
+    if (!it.address.empty()) live.push_back(it);
+  }
+  std::vector<Status> results = destroyer_->Destroy(live);
+  KvBatch done;
+  size_t r = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].address.empty()) {
+      done.Delete(keys_seen[i]);
+      continue;
+    }
+    const Status& s = results[r++];
+    if (s.ok() || s.code() == ENOENT) {
+      done.Delete(keys_seen[i]);
+    } else {
+      ++pending;
+      LOG_DEBUG("destroy ost " << items[i].ost << " oid " << items[i].oid << ": " << s.ToString());
+    }
+  }
+  if (!done.empty()) {
+    Status w = store_->Write(done, /*sync=*/false);  // a lost delete only repeats a destroy
+    if (!w.ok()) LOG_WARN("destroy queue: " << w.ToString());
+  }
+  full_pass_ = items.size() >= kBatch && !done.empty();
+  return pending;
+}
+
+void DestroyQueue::Loop() {
+  auto backoff = kMinBackoff;
+  while (true) {
+    size_t pending = RunOnce();
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stop_) return;
+    if (full_pass_) continue;  // a full batch went through: go on at once
+    if (pending == 0) {
+      backoff = kMinBackoff;
+      cv_.wait_for(lock, std::chrono::seconds(60), [&] { return stop_ || notified_; });
+    } else {
+      cv_.wait_for(lock, backoff, [&] { return stop_ || notified_; });
+      backoff = std::min(backoff * 2, kMaxBackoff);
+    }
+    if (stop_) return;
+    notified_ = false;
+  }
+}
+
+}  // namespace sfs::mds

@@ -1,0 +1,274 @@
+// Namespace core: start-up, the mutation/commit/replay machinery, id
+// allocation, and the pieces shared by several op families (new inodes,
+// dropping links, freeing inodes onto the destroy queue). The ops themselves
+// live in one .cc per family.
+#include "mds/namespace/namespace.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <ctime>
+#include <random>
+
+#include "common/log.h"
+#include "mds/namespace/keys.h"
+
+namespace sfs::mds {
+namespace {
+
+constexpr uint64_t kIdBatch = 4096;
+
+int64_t ClockNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+int64_t NowNs() { return ClockNs(); }
+int64_t NowMs() { return ClockNs() / 1000000; }
+
+Namespace::Namespace(KvStore* store, OstRegistry* osts, NamespaceOptions opts)
+    : store_(store), osts_(osts), opts_(opts), replies_(opts.reply_cache_entries) {}
+
+Status Namespace::Start(int64_t now_ms) {
+  std::unique_lock lock(mu_);
+  started_ms_ = now_ms;
+  auto raw = store_->Get(keys::Super());
+  if (!raw.ok() && raw.status().code() != ENOENT) return raw.status();
+  if (!raw.ok()) {
+    SFS_RETURN_IF_ERROR(Bootstrap());
+  } else if (!super_.ParseFromString(*raw)) {
+    return Status::Errno(EIO, "corrupt superblock");
+  }
+  next_ino_ = super_.ino_limit();
+  next_oid_ = super_.oid_limit();
+  SFS_RETURN_IF_ERROR(LoadRepliesAndCounters());
+  LOG_INFO("namespace fs_id=" << super_.fs_id() << " inodes=" << inode_count_.load()
+                              << " next_ino=" << next_ino_ << " next_oid=" << next_oid_);
+  return Status::Ok();
+}
+
+Status Namespace::Bootstrap() {
+  std::random_device rd;
+  super_.set_fs_id((uint64_t{rd()} << 32) | rd());
+  super_.set_ino_limit(kRootIno + 1);
+  super_.set_oid_limit(1);
+  super_.set_created_ns(NowNs());
+  proto::InodeRec root;
+  proto::Attr* a = root.mutable_attr();
+  int64_t now = NowNs();
+  a->set_ino(kRootIno);
+  a->set_mode(S_IFDIR | 0755);
+  a->set_nlink(2);
+  a->set_size(4096);
+  a->set_atime_ns(now);
+  a->set_mtime_ns(now);
+  a->set_ctime_ns(now);
+  a->set_generation(1);
+  root.set_parent(kRootIno);
+  KvBatch batch;
+  batch.Put(keys::Super(), super_.SerializeAsString());
+  batch.Put(keys::Inode(kRootIno), root.SerializeAsString());
+  LOG_INFO("new file system: created the root directory");
+  return store_->Write(batch, /*sync=*/true);
+}
+
+// Counts inodes, finds the next destroy-queue seq and reloads reply records.
+Status Namespace::LoadRepliesAndCounters() {
+  uint64_t count = 0;
+  std::string i(1, keys::kInode), q(1, keys::kQueue), r(1, keys::kReply);
+  SFS_RETURN_IF_ERROR(store_->Scan(i, keys::PrefixEnd(i), [&](std::string_view, std::string_view) {
+    ++count;
+    return true;
+  }));
+  inode_count_ = count;
+  SFS_RETURN_IF_ERROR(store_->Scan(q, keys::PrefixEnd(q), [&](std::string_view k, std::string_view) {
+    next_queue_seq_ = keys::IdOf(k) + 1;
+    return true;
+  }));
+  struct Saved {
+    uint64_t client, xid;
+    proto::ReplyRec rec;
+  };
+  std::vector<Saved> saved;
+  SFS_RETURN_IF_ERROR(store_->Scan(r, keys::PrefixEnd(r), [&](std::string_view k, std::string_view v) {
+    Saved s{keys::GetBe64(k, 1), keys::GetBe64(k, 9), {}};
+    if (k.size() == 17 && s.rec.ParseFromArray(v.data(), v.size())) saved.push_back(std::move(s));
+    return true;
+  }));
+  std::sort(saved.begin(), saved.end(),
+            [](const Saved& a, const Saved& b) { return a.rec.seq() < b.rec.seq(); });
+  KvBatch trim;
+  for (Saved& s : saved) {
+    for (auto& [c, x] : replies_.Insert(s.client, s.xid, std::move(s.rec))) {
+      trim.Delete(keys::Reply(c, x));
+    }
+  }
+  return trim.empty() ? Status::Ok() : store_->Write(trim, /*sync=*/false);
+}
+
+Status Namespace::Mutate(const OpCtx& ctx, google::protobuf::Message* result, const Body& body) {
+  bool dedup = ctx.client_id != 0 && ctx.xid != 0;
+  bool need_sync = false;
+  Status st;
+  {
+    std::unique_lock lock(mu_);
+    const proto::ReplyRec* saved = dedup ? replies_.Find(ctx.client_id, ctx.xid) : nullptr;
+    if (saved != nullptr) {
+      // A repeat: answer as the first time. Its batch may still be syncing.
+      need_sync = true;
+      st = Status(saved->code(), saved->message());
+      if (result != nullptr && !result->ParseFromString(saved->result())) {
+        st = Status::Errno(EIO, "corrupt saved reply");
+      }
+    } else {
+      Txn txn(store_, NowNs());
+      st = body(txn);
+      if (st.ok()) st = CommitLocked(ctx, txn, result, &need_sync);
+    }
+  }
+  if (st.ok() && need_sync) SFS_RETURN_IF_ERROR(store_->Sync());
+  return st;
+}
+
+Status Namespace::CommitLocked(const OpCtx& ctx, Txn& txn, google::protobuf::Message* result,
+                               bool* wrote) {
+  KvBatch batch = txn.Finish();
+  bool dedup = ctx.client_id != 0 && ctx.xid != 0;
+  proto::ReplyRec rec;
+  if (dedup) {
+    rec.set_seq(replies_.next_seq());
+    if (result != nullptr) rec.set_result(result->SerializeAsString());
+    if (!batch.empty()) batch.Put(keys::Reply(ctx.client_id, ctx.xid), rec.SerializeAsString());
+  }
+  if (!batch.empty()) {
+    SFS_RETURN_IF_ERROR(store_->Write(batch, /*sync=*/false));
+    *wrote = true;
+  }
+  txn.RunCommitHooks();
+  if (!dedup) return Status::Ok();
+  KvBatch trim;
+  for (auto& [c, x] : replies_.Insert(ctx.client_id, ctx.xid, std::move(rec))) {
+    trim.Delete(keys::Reply(c, x));
+  }
+  if (!trim.empty()) {
+    Status s = store_->Write(trim, /*sync=*/false);
+    if (!s.ok()) LOG_WARN("trimming reply records: " << s.ToString());
+  }
+  return Status::Ok();
+}
+
+Status Namespace::PersistSuperLocked() {
+  KvBatch batch;
+  batch.Put(keys::Super(), super_.SerializeAsString());
+  // Not synced here: the op that uses the id syncs the log after its own
+  // batch, which LevelDB orders after this one.
+  return store_->Write(batch, /*sync=*/false);
+}
+
+Result<uint64_t> Namespace::AllocIno() {
+  if (next_ino_ >= super_.ino_limit()) {
+    super_.set_ino_limit(next_ino_ + kIdBatch);
+    SFS_RETURN_IF_ERROR(PersistSuperLocked());
+  }
+  return next_ino_++;
+}
+
+Result<uint64_t> Namespace::AllocOid() {
+  if (next_oid_ >= super_.oid_limit()) {
+    super_.set_oid_limit(next_oid_ + kIdBatch);
+    SFS_RETURN_IF_ERROR(PersistSuperLocked());
+  }
+  return next_oid_++;
+}
+
+proto::InodeRec Namespace::NewInode(Txn& txn, uint64_t ino, const Cred& cred,
+                                    const proto::InodeRec& parent, uint32_t mode) {
+  proto::InodeRec rec;
+  proto::Attr* a = rec.mutable_attr();
+  bool sgid_dir = (parent.attr().mode() & S_ISGID) != 0;
+  uint32_t gid = sgid_dir ? parent.attr().gid() : cred.gid;
+  if (S_ISDIR(mode) && sgid_dir) mode |= S_ISGID;
+  if (!S_ISDIR(mode) && (mode & S_ISGID) && !cred.root() && !cred.InGroup(gid)) {
+    mode &= ~S_ISGID;
+  }
+  a->set_ino(ino);
+  a->set_mode(mode);
+  a->set_uid(cred.uid);
+  a->set_gid(gid);
+  a->set_nlink(S_ISDIR(mode) ? 2 : 1);
+  if (S_ISDIR(mode)) a->set_size(4096);
+  a->set_atime_ns(txn.now());
+  a->set_mtime_ns(txn.now());
+  a->set_ctime_ns(txn.now());
+  a->set_generation(1);
+  return rec;
+}
+
+Status Namespace::MayModifyDir(const Cred& cred, const proto::InodeRec& dir) {
+  return CheckAccess(cred, dir.attr(), kMayWrite | kMayExec);
+}
+
+Status Namespace::AddNode(Txn& txn, const OpCtx& ctx, uint64_t parent, const std::string& name,
+                          uint32_t mode, proto::InodeRec** node, uint64_t* ino) {
+  SFS_RETURN_IF_ERROR(ValidateName(name));
+  SFS_ASSIGN_OR_RETURN(proto::InodeRec * dir, txn.Dir(parent));
+  SFS_RETURN_IF_ERROR(CheckAccess(ctx.cred, dir->attr(), kMayExec));
+  SFS_ASSIGN_OR_RETURN(auto existing, txn.Dentry(parent, name));
+  if (existing) return Status::Errno(EEXIST, "name exists");
+  SFS_RETURN_IF_ERROR(MayModifyDir(ctx.cred, *dir));
+  SFS_ASSIGN_OR_RETURN(*ino, AllocIno());
+  *node = txn.Add(*ino, NewInode(txn, *ino, ctx.cred, *dir, mode));
+  txn.PutDentry(parent, name, *ino, DirentType(mode));
+  SFS_RETURN_IF_ERROR(txn.TouchDir(parent));
+  txn.OnCommit([this] { ++inode_count_; });
+  return Status::Ok();
+}
+
+Status Namespace::DropLink(Txn& txn, uint64_t ino) {
+  SFS_ASSIGN_OR_RETURN(proto::InodeRec * rec, txn.Inode(ino));
+  proto::Attr* a = rec->mutable_attr();
+  a->set_nlink(a->nlink() > 0 ? a->nlink() - 1 : 0);
+  a->set_ctime_ns(txn.now());
+  txn.Dirty(ino);
+  if (a->nlink() > 0) return Status::Ok();
+  if (opens_.OpenCount(ino) > 0) {
+    proto::OrphanRec orphan;
+    orphan.set_since_ns(txn.now());
+    txn.batch().Put(keys::Orphan(ino), orphan.SerializeAsString());
+    return Status::Ok();
+  }
+  return FreeInode(txn, ino);
+}
+
+Status Namespace::FreeInode(Txn& txn, uint64_t ino) {
+  SFS_ASSIGN_OR_RETURN(proto::InodeRec * rec, txn.Inode(ino));
+  if (S_ISREG(rec->attr().mode())) EnqueueDestroy(txn, rec->layout());
+  std::string prefix = keys::XattrPrefix(ino);
+  SFS_RETURN_IF_ERROR(store_->Scan(prefix, keys::PrefixEnd(prefix),
+                                   [&](std::string_view k, std::string_view) {
+                                     txn.batch().Delete(std::string(k));
+                                     return true;
+                                   }));
+  txn.batch().Delete(keys::Orphan(ino));
+  txn.DeleteInode(ino);
+  txn.OnCommit([this] { --inode_count_; });
+  return Status::Ok();
+}
+
+void Namespace::EnqueueDestroy(Txn& txn, const proto::Layout& layout) {
+  if (layout.objects_size() == 0) return;
+  for (const proto::StripeObject& o : layout.objects()) {
+    proto::DestroyRec rec;
+    rec.set_ost(o.ost());
+    rec.set_oid(o.oid());
+    txn.batch().Put(keys::Queue(next_queue_seq_++), rec.SerializeAsString());
+  }
+  txn.OnCommit([this] {
+    if (notify_destroy_) notify_destroy_();
+  });
+}
+
+}  // namespace sfs::mds

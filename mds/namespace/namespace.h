@@ -1,0 +1,169 @@
+// Namespace: the metadata server's file system — inodes, directories,
+// xattrs, layouts, open files and orphans — on top of a KvStore.
+//
+// Consistency: every mutating operation runs under the exclusive side of
+// mu_, validates against the committed state, and commits all its changes as
+// ONE KvBatch written with sync=false; after unlocking it calls
+// KvStore::Sync() (group-committed with concurrent callers) and only then
+// returns, so a reply always follows durability. Reads take the shared side.
+//
+// Idempotence: a mutation whose OpCtx carries (client_id, xid), both
+// non-zero, is applied at most once; a repeat returns the saved outcome. The
+// outcome of a successful op is kept in a bounded in-memory ReplyCache and,
+// when the op changed the store, persisted as an R key in the same batch.
+// Failed ops change nothing, so they are simply re-run.
+//
+// Errors are errnos as Linux returns them. Ops addressed by a name report a
+// missing parent or name as ENOENT; GetAttr and Open of an inode that no
+// longer exists report ESTALE.
+//
+// Thread-safe. Lock order: mu_, then OpenTable's, then OstRegistry's mutex.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "mds.pb.h"
+#include "mds/namespace/kv_store.h"
+#include "mds/namespace/open_table.h"
+#include "mds/namespace/ost_registry.h"
+#include "mds/namespace/perm.h"
+#include "mds/namespace/reply_cache.h"
+#include "mds/namespace/txn.h"
+
+namespace sfs::mds {
+
+// Who asks, and the request's identity for replay detection.
+struct OpCtx {
+  Cred cred;
+  uint64_t client_id = 0;
+  uint64_t xid = 0;
+};
+
+struct NamespaceOptions {
+  size_t reply_cache_entries = 65536;
+  int64_t client_timeout_ms = 30000;
+};
+
+inline constexpr uint64_t kRootIno = 1;
+inline constexpr uint64_t kDefaultStripeSize = 1 << 20;
+inline constexpr uint64_t kStripeUnit = 64 << 10;
+inline constexpr size_t kMaxXattrValue = 64 << 10;
+inline constexpr uint64_t kSyntheticInodes = uint64_t{1} << 32;
+
+int64_t NowNs();
+int64_t NowMs();
+
+class Namespace {
+ public:
+  // REQUIRES: store and osts outlive the Namespace.
+  Namespace(KvStore* store, OstRegistry* osts, NamespaceOptions opts);
+
+  // Loads the superblock, reply records and orphans; creates the superblock
+  // and the root directory (0755, uid 0) on an empty store.
+  Status Start(int64_t now_ms);
+  // Called (outside any lock) after new destroy records were committed.
+  void SetDestroyNotifier(std::function<void()> fn) { notify_destroy_ = std::move(fn); }
+
+  // --- reads (lookup_getattr.cc, xattr.cc, layout.cc) ---
+  Result<proto::Attr> Lookup(const Cred& cred, uint64_t parent, const std::string& name);
+  Result<proto::Attr> GetAttr(uint64_t ino);
+  Result<std::string> Readlink(uint64_t ino);
+  Status Readdir(const Cred& cred, const proto::ReaddirReq& req, proto::ReaddirResp* out);
+  proto::StatfsResp Statfs();
+  Result<std::string> GetXattr(const Cred& cred, uint64_t ino, const std::string& name);
+  Result<std::vector<std::string>> ListXattr(const Cred& cred, uint64_t ino);
+  Status GetLayout(uint64_t ino, proto::GetLayoutResp* out);
+
+  // --- mutations ---
+  Status SetAttr(const OpCtx& ctx, const proto::SetAttrReq& req, proto::Attr* out);
+  Status Create(const OpCtx& ctx, const proto::CreateReq& req, proto::OpenResp* out);
+  Status Open(const OpCtx& ctx, const proto::OpenReq& req, proto::OpenResp* out);
+  Status Close(const OpCtx& ctx, const proto::CloseReq& req);
+  Status SetSize(const OpCtx& ctx, const proto::SetSizeReq& req, proto::Attr* out);
+  Status Mknod(const OpCtx& ctx, const proto::MknodReq& req, proto::Attr* out);
+  Status Mkdir(const OpCtx& ctx, const proto::MkdirReq& req, proto::Attr* out);
+  Status Unlink(const OpCtx& ctx, const proto::UnlinkReq& req);
+  Status Rmdir(const OpCtx& ctx, const proto::RmdirReq& req);
+  Status Rename(const OpCtx& ctx, const proto::RenameReq& req);
+  Status Link(const OpCtx& ctx, const proto::LinkReq& req, proto::Attr* out);
+  Status Symlink(const OpCtx& ctx, const proto::SymlinkReq& req, proto::Attr* out);
+  Status SetXattr(const OpCtx& ctx, const proto::SetXattrReq& req);
+  Status RemoveXattr(const OpCtx& ctx, const proto::RemoveXattrReq& req);
+  Status SetLayout(const OpCtx& ctx, const proto::SetLayoutReq& req);
+
+  // --- sessions and orphans (create_open.cc) ---
+  // Notes that a client was heard from (any request carrying its id).
+  void TouchClient(uint64_t client_id) { opens_.Touch(client_id, NowMs()); }
+  // Expires silent clients' opens and destroys orphans nobody holds open;
+  // once client_timeout_ms has passed since Start, also orphans left from
+  // before the restart. Call periodically.
+  void Housekeep(int64_t now_ms);
+  uint64_t inode_count() const { return inode_count_.load(); }
+  int OpenCount(uint64_t ino) const { return opens_.OpenCount(ino); }
+
+ private:
+  using Body = std::function<Status(Txn&)>;
+  // Runs a mutation: replay check, body, one batch, then sync. `result` (may
+  // be null) is what the op returns; it is saved for replays.
+  Status Mutate(const OpCtx& ctx, google::protobuf::Message* result, const Body& body);
+  Status CommitLocked(const OpCtx& ctx, Txn& txn, google::protobuf::Message* result,
+                      bool* wrote);
+  Status LoadRepliesAndCounters();
+  Status Bootstrap();
+
+  // Id allocation. REQUIRES: mu_ held exclusively.
+  Result<uint64_t> AllocIno();
+  Result<uint64_t> AllocOid();
+  Status PersistSuperLocked();
+
+  // Shared pieces of ops.
+  proto::InodeRec NewInode(Txn& txn, uint64_t ino, const Cred& cred,
+                           const proto::InodeRec& parent, uint32_t mode);
+  // Checks that cred may add or remove names in dir (write + search).
+  static Status MayModifyDir(const Cred& cred, const proto::InodeRec& dir);
+  // Adds a new inode under parent/name after the common checks.
+  Status AddNode(Txn& txn, const OpCtx& ctx, uint64_t parent, const std::string& name,
+                 uint32_t mode, proto::InodeRec** node, uint64_t* ino);
+  // Drops one link of a non-directory; frees or orphans it at zero.
+  Status DropLink(Txn& txn, uint64_t ino);
+  // Deletes an inode for good: record, xattrs, orphan key, objects.
+  Status FreeInode(Txn& txn, uint64_t ino);
+  void EnqueueDestroy(Txn& txn, const proto::Layout& layout);
+  Status RegisterOpen(const OpCtx& ctx, uint64_t ino, const proto::InodeRec& rec,
+                      uint32_t flags, proto::OpenResp* out);
+  Status ReapIfOrphan(uint64_t ino);
+  Status RenameLocked(Txn& txn, const OpCtx& ctx, const proto::RenameReq& req);
+
+  // Layouts (layout.cc).
+  Result<proto::Layout> EffectiveDefault(uint64_t dir_ino, bool* inherited);
+  Status ValidateLayout(const proto::Layout& l, bool for_setstripe) const;
+  // want's non-zero fields override base's; objects are allocated afresh.
+  Result<proto::Layout> AllocateLayout(const proto::Layout& want, const proto::Layout& base);
+  Result<bool> DirEmpty(uint64_t ino);
+  Status CheckNotAncestor(Txn& txn, uint64_t dir, uint64_t start);
+
+  KvStore* const store_;
+  OstRegistry* const osts_;
+  const NamespaceOptions opts_;
+  std::function<void()> notify_destroy_;
+
+  mutable std::shared_mutex mu_;
+  proto::SuperblockRec super_;      // GUARDED_BY(mu_)
+  uint64_t next_ino_ = 0;           // GUARDED_BY(mu_)
+  uint64_t next_oid_ = 0;           // GUARDED_BY(mu_)
+  uint64_t next_queue_seq_ = 0;     // GUARDED_BY(mu_)
+  ReplyCache replies_;              // GUARDED_BY(mu_)
+  OpenTable opens_;
+  std::atomic<uint64_t> inode_count_{0};
+  int64_t started_ms_ = 0;
+  bool startup_orphans_reaped_ = false;  // GUARDED_BY(mu_)
+};
+
+}  // namespace sfs::mds

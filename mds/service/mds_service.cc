@@ -1,0 +1,221 @@
+// One thin handler per MDS RPC: unpack, one domain call, pack the reply.
+#include "mds/service/mds_service.h"
+
+#include "common/log.h"
+#include "mds.pb.h"
+
+namespace sfs::mds {
+namespace {
+
+using proto::MdsRequest;
+using proto::MdsResponse;
+
+void SetStatus(MdsResponse* out, const Status& st) {
+  out->mutable_status()->set_code(st.code());
+  out->mutable_status()->set_message(st.message());
+}
+
+OpCtx ContextOf(const MdsRequest& r) {
+  OpCtx ctx;
+  ctx.cred.uid = r.cred().uid();
+  ctx.cred.gid = r.cred().gid();
+  ctx.cred.groups.assign(r.cred().groups().begin(), r.cred().groups().end());
+  ctx.client_id = r.client_id();
+  ctx.xid = r.xid();
+  return ctx;
+}
+
+// Fills out's attr result from a Result<Attr>.
+void ReplyAttr(const Result<proto::Attr>& attr, MdsResponse* out) {
+  if (attr.ok()) *out->mutable_attr()->mutable_attr() = *attr;
+  SetStatus(out, attr.status());
+}
+
+std::vector<OstReport> Reports(const google::protobuf::RepeatedPtrField<proto::OstInfo>& osts) {
+  std::vector<OstReport> out;
+  for (const proto::OstInfo& o : osts) {
+    OstReport r;
+    r.uuid = o.uuid();
+    r.stats = {o.total_bytes(), o.free_bytes(), o.avail_bytes(), o.total_inodes(),
+               o.free_inodes()};
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void FillOstMap(const std::vector<OstState>& osts, proto::GetOstMapResp* out) {
+  for (const OstState& o : osts) {
+    proto::OstInfo* info = out->add_osts();
+    info->set_index(o.index);
+    info->set_uuid(o.uuid);
+    info->set_address(o.address);
+    info->set_up(o.up);
+    info->set_total_bytes(o.stats.total_bytes);
+    info->set_free_bytes(o.stats.free_bytes);
+    info->set_avail_bytes(o.stats.avail_bytes);
+    info->set_total_inodes(o.stats.total_inodes);
+    info->set_free_inodes(o.stats.free_inodes);
+    info->set_last_heartbeat_ms(o.last_heartbeat_ms);
+  }
+}
+
+// Handlers for ops that read the namespace.
+class Reads {
+ public:
+  Reads(Namespace* ns, const MdsRequest& r, MdsResponse* out) : ns_(ns), r_(r), out_(out) {}
+
+  void Lookup() { ReplyAttr(ns_->Lookup(Cred(), r_.lookup().parent(), r_.lookup().name()), out_); }
+  void GetAttr() { ReplyAttr(ns_->GetAttr(r_.getattr().ino()), out_); }
+  void Readlink() {
+    auto target = ns_->Readlink(r_.readlink().ino());
+    if (target.ok()) out_->mutable_readlink()->set_target(*target);
+    SetStatus(out_, target.status());
+  }
+  void Readdir() { SetStatus(out_, ns_->Readdir(Cred(), r_.readdir(), out_->mutable_readdir())); }
+  void Statfs() { *out_->mutable_statfs() = ns_->Statfs(); }
+  void GetXattr() {
+    auto value = ns_->GetXattr(Cred(), r_.getxattr().ino(), r_.getxattr().name());
+    if (value.ok()) out_->mutable_getxattr()->set_value(*value);
+    SetStatus(out_, value.status());
+  }
+  void ListXattr() {
+    auto names = ns_->ListXattr(Cred(), r_.listxattr().ino());
+    if (names.ok()) {
+      for (auto& n : *names) out_->mutable_listxattr()->add_names(n);
+    }
+    SetStatus(out_, names.status());
+  }
+  void GetLayout() {
+    SetStatus(out_, ns_->GetLayout(r_.get_layout().ino(), out_->mutable_get_layout()));
+  }
+
+ private:
+  sfs::mds::Cred Cred() const { return ContextOf(r_).cred; }
+  Namespace* ns_;
+  const MdsRequest& r_;
+  MdsResponse* out_;
+};
+
+// Handlers for ops that change the namespace.
+class Writes {
+ public:
+  Writes(Namespace* ns, const MdsRequest& r, MdsResponse* out)
+      : ns_(ns), r_(r), ctx_(ContextOf(r)), out_(out) {}
+
+  void SetAttr() { Done(ns_->SetAttr(ctx_, r_.setattr(), Attr())); }
+  void Create() { Done(ns_->Create(ctx_, r_.create(), out_->mutable_open())); }
+  void Open() { Done(ns_->Open(ctx_, r_.open(), out_->mutable_open())); }
+  void Close() { Done(ns_->Close(ctx_, r_.close())); }
+  void SetSize() { Done(ns_->SetSize(ctx_, r_.set_size(), Attr())); }
+  void Mknod() { Done(ns_->Mknod(ctx_, r_.mknod(), Attr())); }
+  void Mkdir() { Done(ns_->Mkdir(ctx_, r_.mkdir(), Attr())); }
+  void Unlink() { Done(ns_->Unlink(ctx_, r_.unlink())); }
+  void Rmdir() { Done(ns_->Rmdir(ctx_, r_.rmdir())); }
+  void Rename() { Done(ns_->Rename(ctx_, r_.rename())); }
+  void Link() { Done(ns_->Link(ctx_, r_.link(), Attr())); }
+  void Symlink() { Done(ns_->Symlink(ctx_, r_.symlink(), Attr())); }
+  void SetXattr() { Done(ns_->SetXattr(ctx_, r_.setxattr())); }
+  void RemoveXattr() { Done(ns_->RemoveXattr(ctx_, r_.removexattr())); }
+  void SetLayout() { Done(ns_->SetLayout(ctx_, r_.set_layout())); }
+
+ private:
+  proto::Attr* Attr() { return out_->mutable_attr()->mutable_attr(); }
+  // On failure, drop any half-filled result so the reply carries only status.
+  void Done(const Status& st) {
+    if (!st.ok()) out_->clear_result();
+    SetStatus(out_, st);
+  }
+  Namespace* ns_;
+  const MdsRequest& r_;
+  OpCtx ctx_;
+  MdsResponse* out_;
+};
+
+void RegisterOss(OstRegistry* osts, const MdsRequest& r, MdsResponse* out) {
+  auto indices = osts->Register(r.register_oss().address(), Reports(r.register_oss().osts()),
+                                NowMs());
+  if (indices.ok()) {
+    for (uint32_t i : *indices) out->mutable_register_oss()->add_indices(i);
+  }
+  SetStatus(out, indices.status());
+}
+
+void Heartbeat(OstRegistry* osts, const MdsRequest& r, MdsResponse* out) {
+  SetStatus(out, osts->Heartbeat(r.heartbeat().address(), Reports(r.heartbeat().osts()), NowMs()));
+}
+
+bool DispatchRead(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
+  Reads h(ns, r, out);
+  switch (r.op_case()) {
+    case MdsRequest::kLookup: h.Lookup(); return true;
+    case MdsRequest::kGetattr: h.GetAttr(); return true;
+    case MdsRequest::kReadlink: h.Readlink(); return true;
+    case MdsRequest::kReaddir: h.Readdir(); return true;
+    case MdsRequest::kStatfs: h.Statfs(); return true;
+    case MdsRequest::kGetxattr: h.GetXattr(); return true;
+    case MdsRequest::kListxattr: h.ListXattr(); return true;
+    case MdsRequest::kGetLayout: h.GetLayout(); return true;
+    default: return false;
+  }
+}
+
+bool DispatchWrite(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
+  Writes h(ns, r, out);
+  switch (r.op_case()) {
+    case MdsRequest::kSetattr: h.SetAttr(); return true;
+    case MdsRequest::kCreate: h.Create(); return true;
+    case MdsRequest::kOpen: h.Open(); return true;
+    case MdsRequest::kClose: h.Close(); return true;
+    case MdsRequest::kSetSize: h.SetSize(); return true;
+    case MdsRequest::kMknod: h.Mknod(); return true;
+    case MdsRequest::kMkdir: h.Mkdir(); return true;
+    case MdsRequest::kUnlink: h.Unlink(); return true;
+    case MdsRequest::kRmdir: h.Rmdir(); return true;
+    case MdsRequest::kRename: h.Rename(); return true;
+    case MdsRequest::kLink: h.Link(); return true;
+    case MdsRequest::kSymlink: h.Symlink(); return true;
+    case MdsRequest::kSetxattr: h.SetXattr(); return true;
+    case MdsRequest::kRemovexattr: h.RemoveXattr(); return true;
+    case MdsRequest::kSetLayout: h.SetLayout(); return true;
+    default: return false;
+  }
+}
+
+bool DispatchRegistry(OstRegistry* osts, const MdsRequest& r, MdsResponse* out) {
+  switch (r.op_case()) {
+    case MdsRequest::kRegisterOss: RegisterOss(osts, r, out); return true;
+    case MdsRequest::kHeartbeat: Heartbeat(osts, r, out); return true;
+    case MdsRequest::kGetOstMap: FillOstMap(osts->Snapshot(), out->mutable_get_ost_map()); return true;
+    case MdsRequest::kPing: SetStatus(out, Status::Ok()); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+std::string MdsService::HandlePayload(const std::string& payload) {
+  MdsRequest req;
+  MdsResponse resp;
+  if (!req.ParseFromString(payload)) {
+    SetStatus(&resp, Status::Errno(EPROTO, "malformed MdsRequest"));
+    return resp.SerializeAsString();
+  }
+  ns_->TouchClient(req.client_id());
+  if (!DispatchRead(ns_, req, &resp) && !DispatchWrite(ns_, req, &resp) &&
+      !DispatchRegistry(osts_, req, &resp)) {
+    SetStatus(&resp, Status::Errno(EPROTO, "unknown MDS op"));
+  }
+  return resp.SerializeAsString();
+}
+
+void MdsService::Handle(rpc::Request& req, rpc::Reply* reply) {
+  if (req.service != rpc::kServiceMds) {
+    proto::MdsResponse resp;
+    SetStatus(&resp, Status::Errno(EPROTO, "not the MDS service"));
+    reply->payload = resp.SerializeAsString();
+    return;
+  }
+  reply->payload = HandlePayload(req.payload);
+}
+
+}  // namespace sfs::mds
