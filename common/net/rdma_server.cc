@@ -1,0 +1,323 @@
+// RDMA server side of the RPC transport (see rdma_transport.h).
+//
+// Threads: the Poller's progress thread accepts connections, reassembles
+// request frames, and pulls each request's remote bulk with RDMA READ into
+// the Request's own vector (registered for that transfer only); once the
+// frame's crc checks out the request goes to the worker pool, where
+// Handler::Handle may block. A worker pushes the reply bulk straight from the
+// Reply's vector into the caller's buffer with RDMA WRITE, queued ahead of the
+// reply SEND on the same QP. A request whose remote bulk fails its crc gets a
+// kFlagBulkBad reply (the client re-registers and re-sends); any other bad
+// frame closes that connection with a logged reason.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include "common/log.h"
+#include "common/net/rdma_conn.h"
+#include "common/net/rdma_mr_cache.h"
+#include "common/net/rdma_transport.h"
+
+namespace sfs::rpc {
+namespace {
+
+using net::rdma::BulkDesc;
+using net::rdma::BulkOp;
+using net::rdma::CmEvent;
+using net::rdma::Conn;
+using net::rdma::Poller;
+using net::rdma::Registration;
+using net::rdma::StreamFrame;
+
+// A fixed set of threads running queued jobs; Join() finishes the queue.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int n) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+  ~WorkerPool() { Join(); }
+  void Submit(std::function<void()> job) {
+    std::lock_guard<std::mutex> l(mu_);
+    jobs_.push_back(std::move(job));
+    cv_.notify_one();
+  }
+  void Join() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      l.unlock();
+      job();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;  // GUARDED_BY(mu_)
+  bool stop_ = false;                       // GUARDED_BY(mu_)
+  std::vector<std::thread> threads_;
+};
+
+class RdmaServer final : public Server {
+ public:
+  RdmaServer(const ServerOptions& opts, Handler* handler)
+      : opts_(opts), handler_(handler), workers_(std::max(1, opts.worker_threads)) {}
+  ~RdmaServer() override { Stop(); }
+
+  Status Listen();
+  uint16_t port() const override { return port_; }
+  void Stop() override;
+
+ private:
+  void OnCm(const CmEvent& e);  // progress thread
+  void Accept(const CmEvent& e);
+  void OnFrame(const std::shared_ptr<Conn>& c, StreamFrame& f);
+  void PullBulk(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f);
+  void Dispatch(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f,
+                std::vector<uint8_t> bulk);
+  static void SendReply(const std::shared_ptr<Conn>& c, const StreamFrame& req, Reply reply);
+  static void SendBulkBad(const std::shared_ptr<Conn>& c, const net::FrameHeader& req);
+
+  ServerOptions opts_;
+  Handler* handler_;
+  std::unique_ptr<Poller> poller_;
+  rdma_cm_id* listen_ = nullptr;
+  uint16_t port_ = 0;
+  std::atomic<bool> stopped_{false};
+  // Connections by id; progress thread only.
+  std::map<rdma_cm_id*, std::shared_ptr<Conn>> conns_;
+  WorkerPool workers_;
+};
+
+Status RdmaServer::Listen() {
+  if (!RdmaDeviceAvailable()) return Status(ENODEV, "no RDMA device");
+  SFS_ASSIGN_OR_RETURN(poller_, Poller::Create([this](const CmEvent& e) { OnCm(e); }));
+  sockaddr_storage sa;
+  SFS_RETURN_IF_ERROR(net::rdma::MakeSockaddr(opts_.host, opts_.port, &sa));
+  Status st;
+  poller_->RunSync([&] {
+    if (rdma_create_id(poller_->cm_channel(), &listen_, this, RDMA_PS_TCP) != 0) {
+      st = Status::FromErrno("rdma_create_id");
+    } else if (rdma_bind_addr(listen_, reinterpret_cast<sockaddr*>(&sa)) != 0) {
+      st = Status::FromErrno("cannot bind RDMA listener to " + opts_.host + ":" + std::to_string(opts_.port));
+    } else if (rdma_listen(listen_, 128) != 0) {
+      st = Status::FromErrno("rdma_listen");
+    } else {
+      port_ = ntohs(rdma_get_src_port(listen_));
+    }
+  });
+  return st;
+}
+
+void RdmaServer::OnCm(const CmEvent& e) {
+  switch (e.type) {
+    case RDMA_CM_EVENT_CONNECT_REQUEST:
+      Accept(e);
+      return;
+    case RDMA_CM_EVENT_ESTABLISHED:
+      return;
+    case RDMA_CM_EVENT_DISCONNECTED:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_REJECTED:
+    case RDMA_CM_EVENT_TIMEWAIT_EXIT: {
+      auto it = conns_.find(e.id);
+      if (it != conns_.end()) it->second->Close(std::string("peer ") + rdma_event_str(e.type));
+      return;
+    }
+    default:
+      LOG_DEBUG("rdma server: cm event " << rdma_event_str(e.type));
+  }
+}
+
+void RdmaServer::Accept(const CmEvent& e) {
+  rdma_cm_id* id = e.id;
+  std::string peer = net::rdma::SockaddrString(rdma_get_peer_addr(id));
+  if (stopped_) {
+    rdma_reject(id, nullptr, 0);
+    rdma_destroy_id(id);
+    return;
+  }
+  Conn::Hooks hooks;
+  hooks.on_frames = [this, id](std::vector<StreamFrame>& frames) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) return;
+    auto c = it->second;
+    for (auto& f : frames) OnFrame(c, f);
+  };
+  hooks.on_closed = [this, id](const std::string&) { conns_.erase(id); };
+  auto conn = Conn::Create(poller_.get(), id, peer, std::move(hooks));
+  if (!conn.ok()) {
+    LOG_WARN("rdma: cannot accept " << peer << ": " << conn.status().ToString());
+    return;  // Create closed the id, which rejects the peer
+  }
+  conns_[id] = *conn;
+  rdma_conn_param p{};
+  p.responder_resources = std::min(e.initiator_depth, net::rdma::kRdDepth);
+  p.initiator_depth = std::min(e.responder_resources, net::rdma::kRdDepth);
+  if (rdma_accept(id, &p) != 0) {
+    (*conn)->Close("rdma_accept failed: " + ErrnoName(errno));
+    return;
+  }
+  (*conn)->MarkReady();
+}
+
+void RdmaServer::OnFrame(const std::shared_ptr<Conn>& c, StreamFrame& f) {
+  using net::rdma::kFlagBulkRemote;
+  if (f.header.kind != net::FrameKind::kRequest) {
+    c->Close("response frame sent to a server");
+    return;
+  }
+  auto sf = std::make_shared<StreamFrame>(std::move(f));
+  if (sf->header.flags & kFlagBulkRemote) {
+    if (sf->desc->out_len != sf->header.bulk_len || sf->header.bulk_len == 0) {
+      c->Close("bulk descriptor does not match the frame's bulk length");
+      return;
+    }
+    PullBulk(c, std::move(sf));
+    return;
+  }
+  std::vector<uint8_t> bulk = std::move(sf->inline_bulk);
+  Dispatch(c, std::move(sf), std::move(bulk));
+}
+
+// RDMA-READs the request's bulk into a vector registered for this transfer.
+void RdmaServer::PullBulk(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f) {
+  auto bulk = std::make_shared<std::vector<uint8_t>>(f->header.bulk_len);
+  auto reg = Registration::Create(c->pd(), bulk->data(), bulk->size());
+  if (!reg.ok()) {
+    c->Close("cannot register request bulk: " + reg.status().ToString());
+    return;
+  }
+  auto op = std::make_shared<BulkOp>();
+  op->read = true;
+  op->local = bulk->data();
+  op->lkey = (*reg)->lkey();
+  op->remote = f->desc->out_addr;
+  op->rkey = f->desc->out_rkey;
+  op->len = bulk->size();
+  std::weak_ptr<Conn> weak = c;
+  op->done = [this, weak, f, bulk, reg = *reg](Status st) mutable {
+    reg.reset();  // deregister before the handler sees the data
+    auto c = weak.lock();
+    if (!st.ok() || !c) return;  // the connection is gone; the client re-sends
+    Dispatch(c, std::move(f), std::move(*bulk));
+  };
+  c->PostBulk(std::move(op));
+}
+
+// Checks the crc and runs the handler, both on a worker (a 64 MiB crc must
+// not stall the progress thread).
+void RdmaServer::Dispatch(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f,
+                          std::vector<uint8_t> bulk) {
+  auto req = std::make_shared<Request>();
+  req->service = f->header.service;
+  req->payload = std::move(f->payload);
+  req->bulk = std::move(bulk);
+  req->peer = c->peer();
+  workers_.Submit([this, c, f, req] {
+    const auto* payload = reinterpret_cast<const uint8_t*>(req->payload.data());
+    Status st = net::VerifyBody(f->header, {payload, req->payload.size()}, req->bulk);
+    if (!st.ok() && !(f->header.flags & net::rdma::kFlagBulkRemote)) {
+      c->CloseAsync(st.ToString());
+    } else if (!st.ok()) {
+      LOG_WARN("rdma: request bulk from " << c->peer() << " failed its crc; asking for a re-send");
+      SendBulkBad(c, f->header);
+    } else {
+      Reply reply;
+      handler_->Handle(*req, &reply);
+      SendReply(c, *f, std::move(reply));
+    }
+  });
+}
+
+void RdmaServer::SendBulkBad(const std::shared_ptr<Conn>& c, const net::FrameHeader& req) {
+  net::FrameHeader h;
+  h.kind = net::FrameKind::kResponse;
+  h.service = req.service;
+  h.request_id = req.request_id;
+  h.flags = net::rdma::kFlagBulkBad;
+  h.body_crc = net::BodyCrc({}, {});
+  c->SendFrame(net::rdma::EncodeStreamFrame(h, {}, {}, nullptr));
+}
+
+// Worker thread. The reply bulk goes by RDMA WRITE into the caller's bulk_in
+// when it gave one, else inline in the control stream.
+void RdmaServer::SendReply(const std::shared_ptr<Conn>& c, const StreamFrame& req, Reply reply) {
+  net::FrameHeader h;
+  h.kind = net::FrameKind::kResponse;
+  h.service = req.header.service;
+  h.request_id = req.header.request_id;
+  h.bulk_len = static_cast<uint32_t>(reply.bulk.size());
+  h.body_crc = net::BodyCrc(
+      {reinterpret_cast<const uint8_t*>(reply.payload.data()), reply.payload.size()}, reply.bulk);
+  bool remote = !reply.bulk.empty() && req.desc && req.desc->in_cap > 0;
+  if (!remote) {
+    c->SendFrame(net::rdma::EncodeStreamFrame(h, reply.payload, reply.bulk, nullptr));
+    return;
+  }
+  h.flags = net::rdma::kFlagBulkRemote;
+  std::string frame = net::rdma::EncodeStreamFrame(h, reply.payload, {}, nullptr);
+  if (reply.bulk.size() <= req.desc->in_cap) {  // else the caller fails the call with EPROTO
+    auto bulk = std::make_shared<std::vector<uint8_t>>(std::move(reply.bulk));
+    auto reg = Registration::Create(c->pd(), bulk->data(), bulk->size());
+    if (!reg.ok()) {
+      c->CloseAsync("cannot register reply bulk: " + reg.status().ToString());
+      return;
+    }
+    auto op = std::make_shared<BulkOp>();
+    op->local = bulk->data();
+    op->lkey = (*reg)->lkey();
+    op->remote = req.desc->in_addr;
+    op->rkey = req.desc->in_rkey;
+    op->len = bulk->size();
+    op->done = [bulk, reg = *reg](Status) {};  // keeps both until the WRITE completes
+    c->PostBulk(std::move(op));
+  }
+  c->SendFrame(std::move(frame));
+}
+
+void RdmaServer::Stop() {
+  if (stopped_.exchange(true) || !poller_) return;
+  poller_->RunSync([this] {
+    if (listen_ != nullptr) rdma_destroy_id(listen_);
+    listen_ = nullptr;
+    auto conns = conns_;
+    for (auto& [id, c] : conns) c->Close("");
+  });
+  workers_.Join();  // running handlers finish; their replies go to closed connections
+  poller_->Stop();
+  conns_.clear();
+}
+
+}  // namespace
+
+bool RdmaDeviceAvailable() {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list != nullptr) ibv_free_device_list(list);
+  return n > 0;
+}
+
+Result<std::unique_ptr<Server>> StartRdmaServer(const ServerOptions& opts, Handler* handler) {
+  auto s = std::make_unique<RdmaServer>(opts, handler);
+  SFS_RETURN_IF_ERROR(s->Listen());
+  return std::unique_ptr<Server>(std::move(s));
+}
+
+int64_t LiveRdmaRegistrations() { return net::rdma::LiveRegistrations(); }
+
+}  // namespace sfs::rpc
