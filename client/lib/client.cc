@@ -241,6 +241,11 @@ Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& arg
 Result<std::shared_ptr<File>> Client::Create(const Cred& c, uint64_t parent,
                                              std::string_view name, uint32_t mode, int flags,
                                              Attr* attr, const LayoutSpec* layout) {
+  if ((flags & O_CREAT) == 0) {
+    // An open by name: never creates (ENOENT if the name is missing).
+    SFS_ASSIGN_OR_RETURN(Attr existing, impl_->mds->Lookup(c, parent, name));
+    return Open(c, existing.ino, flags, attr);
+  }
   SFS_ASSIGN_OR_RETURN(OpenResult r, impl_->mds->Create(c, parent, name, mode, flags, layout));
   return impl_->FinishOpen(c, flags, std::move(r), attr);
 }

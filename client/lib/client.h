@@ -159,6 +159,7 @@ class Client {
 
   // Create-or-open (atomic at the MDS). With O_EXCL in flags an existing name
   // is EEXIST; O_TRUNC truncates an existing file. layout may be null (inherit).
+  // Without O_CREAT in flags it only opens an existing name (ENOENT if missing).
   Result<std::shared_ptr<File>> Create(const Cred& c, uint64_t parent, std::string_view name,
                                        uint32_t mode, int flags, Attr* attr,
                                        const LayoutSpec* layout = nullptr);
