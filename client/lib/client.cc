@@ -257,17 +257,17 @@ Result<std::shared_ptr<File>> Client::Open(const Cred& c, uint64_t ino, int flag
 
 Status Client::Close(const std::shared_ptr<File>& f) {
   SizeReport r;
-  bool written = false;
   {
     std::lock_guard<std::mutex> lock(f->mu_);
+    // Writes already reported by a Flush (size, mtime and blocks measured
+    // after them) need no second report.
     r.has_size = f->size_dirty_;
     r.size = f->dirty_end_;
-    written = f->written_;
-    r.mtime_ns = written ? f->mtime_ns_ : 0;
+    r.mtime_ns = f->size_dirty_ ? f->mtime_ns_ : 0;
     f->size_dirty_ = false;
     f->dirty_end_ = 0;
   }
-  if (written) {
+  if (r.has_size) {
     Result<uint64_t> blocks = impl_->striper->Blocks(f->layout_);
     r.has_blocks = blocks.ok();
     if (blocks.ok()) r.blocks = *blocks;
