@@ -10,3 +10,7 @@ bash scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
 # The RDMA suite needs a verbs device: it runs inside ../shared/rdma-vm when SFS_RDMA=1.
 meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 2 --no-suite rdma "$@"
+# The RDMA transport's tests, for real over soft-RoCE in a throw-away VM.
+if [ "${SFS_RDMA:-0}" = 1 ]; then
+  ../shared/rdma-vm/run meson test -C "$BUILD_DIR" --setup rdma --suite rdma --no-rebuild --print-errorlogs
+fi

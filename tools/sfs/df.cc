@@ -38,8 +38,10 @@ constexpr const char* kServersHelp =
 
 std::string Size(uint64_t v, bool human) { return human ? HumanSize(v) : std::to_string(v); }
 
-int Pct(uint64_t used, uint64_t total) {
-  return total == 0 ? 0 : static_cast<int>((used * 100 + total - 1) / total);
+// As df(1): used / (used + available), rounded up (reserved blocks count as neither).
+int Pct(uint64_t used, uint64_t avail) {
+  uint64_t d = used + avail;
+  return d == 0 ? 0 : static_cast<int>((used * 100 + d - 1) / d);
 }
 
 struct Args {
@@ -74,14 +76,14 @@ void PrintDfText(const Args& a, const std::vector<client::OstStatus>& osts, cons
     char name[64];
     std::snprintf(name, sizeof(name), "OST%04x", o.index);
     std::printf("%-28s %14s %14s %14s %4d%% %s\n", name, Size(o.total_bytes, a.human).c_str(),
-                Size(u, a.human).c_str(), Size(o.avail_bytes, a.human).c_str(), Pct(u, o.total_bytes),
+                Size(u, a.human).c_str(), Size(o.avail_bytes, a.human).c_str(), Pct(u, o.avail_bytes),
                 o.up ? "UP" : "DOWN");
     total += o.total_bytes;
     used += u;
     avail += o.avail_bytes;
   }
   std::printf("\n%-28s %14s %14s %14s %4d%%\n", "filesystem_summary:", Size(total, a.human).c_str(),
-              Size(used, a.human).c_str(), Size(avail, a.human).c_str(), Pct(used, total));
+              Size(used, a.human).c_str(), Size(avail, a.human).c_str(), Pct(used, avail));
   (void)fs;
 }
 
@@ -90,7 +92,7 @@ void PrintDfInodes(const client::FsStat& fs) {
   std::printf("%-28s %14s %14s %14s %5s\n", "UUID", "inodes", "iused", "ifree", "iuse%");
   std::printf("%-28s %14llu %14llu %14llu %4d%%\n", "MDT0000", static_cast<unsigned long long>(fs.total_inodes),
               static_cast<unsigned long long>(used), static_cast<unsigned long long>(fs.free_inodes),
-              Pct(used, fs.total_inodes));
+              Pct(used, fs.free_inodes));
 }
 
 void PrintDfJson(const std::vector<client::OstStatus>& osts, const client::FsStat& fs) {
