@@ -1,0 +1,35 @@
+// `sfs-bench`: IOR- and mdtest-style benchmarks for StripeFS, through a
+// mount (or any directory) with -a POSIX, or through libsfs with -a SFS.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tools/bench/ior.h"
+#include "tools/bench/mdtest.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sfs-bench COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  ior      IOR-style bandwidth: file per process or shared N-to-1 strided,\n"
+    "           sequential or random, with data verification\n"
+    "  mdtest   mdtest-style metadata rates: create, stat, read, remove\n"
+    "\n"
+    "Run 'sfs-bench COMMAND --help' for a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "ior") return sfs::bench::RunIor(argc - 1, argv + 1);
+  if (cmd == "mdtest") return sfs::bench::RunMdtest(argc - 1, argv + 1);
+  std::fprintf(stderr, "sfs-bench: unknown command '%s' (try 'sfs-bench --help')\n", cmd.c_str());
+  return 2;
+}
