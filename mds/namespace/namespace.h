@@ -39,6 +39,18 @@
 
 namespace sfs::mds {
 
+// The two names of a rename and what they resolve to (rename.cc).
+struct RenameEnds {
+  proto::InodeRec* sdir = nullptr;
+  proto::InodeRec* ddir = nullptr;
+  proto::InodeRec* src = nullptr;
+  proto::InodeRec* dst = nullptr;  // null iff the target name is free
+  uint64_t src_ino = 0;
+  uint64_t dst_ino = 0;
+  bool src_dir = false;
+  bool dst_dir = false;
+};
+
 // Who asks, and the request's identity for replay detection.
 struct OpCtx {
   Cred cred;
@@ -140,6 +152,8 @@ class Namespace {
                       uint32_t flags, proto::OpenResp* out);
   Status ReapIfOrphan(uint64_t ino);
   Status RenameLocked(Txn& txn, const OpCtx& ctx, const proto::RenameReq& req);
+  Status ApplyExchange(Txn& txn, const proto::RenameReq& req, RenameEnds& e);
+  Status ApplyMove(Txn& txn, const proto::RenameReq& req, RenameEnds& e);
 
   // Layouts (layout.cc).
   Result<proto::Layout> EffectiveDefault(uint64_t dir_ino, bool* inherited);

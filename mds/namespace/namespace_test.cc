@@ -3,6 +3,7 @@
 #include "mds/namespace/namespace.h"
 
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -345,6 +346,30 @@ TEST_F(NsTest, StatfsSumsOstsAndCountsInodes) {
   EXPECT_EQ(s.total_bytes(), kOsts * (uint64_t{100} << 30));
   EXPECT_EQ(s.avail_bytes(), kOsts * (uint64_t{50} << 30));
   EXPECT_EQ(s.total_inodes() - s.free_inodes(), 2u);
+}
+
+TEST_F(NsTest, ConcurrentCreateOrOpenOfOneNameNeverFails) {
+  auto d = Mkdir(kRootIno, "d");
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0}, created{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        auto shared = Create(d->ino(), "shared" + std::to_string(i % 5));
+        auto own = Create(d->ino(), "t" + std::to_string(t) + "-" + std::to_string(i), true);
+        if (!shared.ok() || !own.ok()) ++failures;
+        if (shared.ok() && shared->created()) ++created;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(created.load(), 5);
+  proto::ReaddirReq req;
+  proto::ReaddirResp out;
+  req.set_ino(d->ino());
+  ASSERT_TRUE(ns_->Readdir(Cred(), req, &out).ok());
+  EXPECT_EQ(out.entries_size(), 5 + 4 * 40);
 }
 
 }  // namespace

@@ -22,19 +22,8 @@ void AddLinks(proto::InodeRec* dir, int delta) {
   dir->mutable_attr()->set_nlink(dir->attr().nlink() + delta);
 }
 
-// The two names of a rename and what they resolve to.
-struct Ends {
-  proto::InodeRec* sdir = nullptr;
-  proto::InodeRec* ddir = nullptr;
-  proto::InodeRec* src = nullptr;
-  proto::InodeRec* dst = nullptr;  // null iff the target name is free
-  uint64_t src_ino = 0;
-  uint64_t dst_ino = 0;
-  bool src_dir = false;
-  bool dst_dir = false;
-};
 
-Status CheckReplace(const Ends& e) {
+Status CheckReplace(const RenameEnds& e) {
   if (e.src_dir && !e.dst_dir) return Status::Errno(ENOTDIR, "target is not a directory");
   if (!e.src_dir && e.dst_dir) return Status::Errno(EISDIR, "target is a directory");
   return Status::Ok();
@@ -67,7 +56,7 @@ Status Namespace::RenameLocked(Txn& txn, const OpCtx& ctx, const proto::RenameRe
   bool exchange = (flags & kExchange) != 0;
   SFS_RETURN_IF_ERROR(ValidateName(req.name()));
   SFS_RETURN_IF_ERROR(ValidateName(req.new_name()));
-  Ends e;
+  RenameEnds e;
   SFS_ASSIGN_OR_RETURN(e.sdir, txn.Dir(req.parent()));
   SFS_ASSIGN_OR_RETURN(e.ddir, txn.Dir(req.new_parent()));
   SFS_RETURN_IF_ERROR(CheckAccess(cred, e.sdir->attr(), kMayExec));
@@ -104,30 +93,45 @@ Status Namespace::RenameLocked(Txn& txn, const OpCtx& ctx, const proto::RenameRe
     SFS_ASSIGN_OR_RETURN(bool empty, DirEmpty(e.dst_ino));
     if (!empty) return Status::Errno(ENOTEMPTY, "target directory not empty");
   }
-  if (exchange) {
-    txn.PutDentry(req.parent(), req.name(), e.dst_ino, DirentType(e.dst->attr().mode()));
-    if (moves && e.dst_dir) e.dst->set_parent(req.parent());
-    if (moves && e.src_dir != e.dst_dir) {
-      AddLinks(e.sdir, e.src_dir ? -1 : 1);
-      AddLinks(e.ddir, e.src_dir ? 1 : -1);
-    }
-    e.dst->mutable_attr()->set_ctime_ns(txn.now());
-    txn.Dirty(e.dst_ino);
-  } else {
-    txn.DeleteDentry(req.parent(), req.name());
-    if (e.dst_dir) {
-      AddLinks(e.ddir, -1);
-      SFS_RETURN_IF_ERROR(FreeInode(txn, e.dst_ino));
-    } else if (e.dst != nullptr) {
-      SFS_RETURN_IF_ERROR(DropLink(txn, e.dst_ino));
-    }
-    if (moves && e.src_dir) {
-      AddLinks(e.sdir, -1);
-      AddLinks(e.ddir, 1);
-    }
+  return exchange ? ApplyExchange(txn, req, e) : ApplyMove(txn, req, e);
+}
+
+// Swaps the two entries; directories keep '..' and their parents' nlink right.
+Status Namespace::ApplyExchange(Txn& txn, const proto::RenameReq& req, RenameEnds& e) {
+  bool moves = req.parent() != req.new_parent();
+  txn.PutDentry(req.parent(), req.name(), e.dst_ino, DirentType(e.dst->attr().mode()));
+  txn.PutDentry(req.new_parent(), req.new_name(), e.src_ino, DirentType(e.src->attr().mode()));
+  if (moves && e.dst_dir) e.dst->set_parent(req.parent());
+  if (moves && e.src_dir) e.src->set_parent(req.new_parent());
+  if (moves && e.src_dir != e.dst_dir) {
+    AddLinks(e.sdir, e.src_dir ? -1 : 1);
+    AddLinks(e.ddir, e.src_dir ? 1 : -1);
+  }
+  for (auto [ino, node] : {std::pair{e.src_ino, e.src}, std::pair{e.dst_ino, e.dst}}) {
+    node->mutable_attr()->set_ctime_ns(txn.now());
+    txn.Dirty(ino);
+  }
+  SFS_RETURN_IF_ERROR(txn.TouchDir(req.parent()));
+  return txn.TouchDir(req.new_parent());
+}
+
+// Moves the source to the target name, dropping whatever the target was.
+Status Namespace::ApplyMove(Txn& txn, const proto::RenameReq& req, RenameEnds& e) {
+  bool moves = req.parent() != req.new_parent();
+  txn.DeleteDentry(req.parent(), req.name());
+  if (e.dst_dir) {
+    AddLinks(e.ddir, -1);
+    SFS_RETURN_IF_ERROR(FreeInode(txn, e.dst_ino));
+  } else if (e.dst != nullptr) {
+    SFS_RETURN_IF_ERROR(DropLink(txn, e.dst_ino));
+  }
+  e.dst = nullptr;  // may be freed
+  if (moves && e.src_dir) {
+    AddLinks(e.sdir, -1);
+    AddLinks(e.ddir, 1);
+    e.src->set_parent(req.new_parent());
   }
   txn.PutDentry(req.new_parent(), req.new_name(), e.src_ino, DirentType(e.src->attr().mode()));
-  if (moves && e.src_dir) e.src->set_parent(req.new_parent());
   e.src->mutable_attr()->set_ctime_ns(txn.now());
   txn.Dirty(e.src_ino);
   SFS_RETURN_IF_ERROR(txn.TouchDir(req.parent()));
