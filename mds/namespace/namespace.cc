@@ -102,7 +102,7 @@ Status Namespace::LoadRepliesAndCounters() {
             [](const Saved& a, const Saved& b) { return a.rec.seq() < b.rec.seq(); });
   KvBatch trim;
   for (Saved& s : saved) {
-    for (auto& [c, x] : replies_.Insert(s.client, s.xid, std::move(s.rec))) {
+    for (auto& [c, x] : replies_.Insert(s.client, s.xid, std::move(s.rec), true)) {
       trim.Delete(keys::Reply(c, x));
     }
   }
@@ -150,7 +150,7 @@ Status Namespace::CommitLocked(const OpCtx& ctx, Txn& txn, google::protobuf::Mes
   txn.RunCommitHooks();
   if (!dedup) return Status::Ok();
   KvBatch trim;
-  for (auto& [c, x] : replies_.Insert(ctx.client_id, ctx.xid, std::move(rec))) {
+  for (auto& [c, x] : replies_.Insert(ctx.client_id, ctx.xid, std::move(rec), *wrote)) {
     trim.Delete(keys::Reply(c, x));
   }
   if (!trim.empty()) {

@@ -23,8 +23,9 @@ class ReplyCache {
 
   // The saved outcome of (client, xid), or null.
   const proto::ReplyRec* Find(uint64_t client, uint64_t xid) const;
-  // Saves an outcome; returns the keys evicted to stay within capacity.
-  std::vector<Key> Insert(uint64_t client, uint64_t xid, proto::ReplyRec rec);
+  // Saves an outcome (persisted: it also has an R key); returns the keys of
+  // the persisted entries evicted to stay within capacity.
+  std::vector<Key> Insert(uint64_t client, uint64_t xid, proto::ReplyRec rec, bool persisted);
   // The seq to give the next record (one more than any inserted).
   uint64_t next_seq() const { return next_seq_; }
   size_t size() const { return map_.size(); }
@@ -32,7 +33,11 @@ class ReplyCache {
  private:
   size_t capacity_;
   uint64_t next_seq_ = 1;
-  std::map<Key, proto::ReplyRec> map_;
+  struct Entry {
+    proto::ReplyRec rec;
+    bool persisted = false;
+  };
+  std::map<Key, Entry> map_;
   std::deque<Key> order_;  // oldest first
 };
 
