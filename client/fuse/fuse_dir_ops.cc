@@ -18,14 +18,6 @@ namespace {
 
 DirCursor* CursorOf(const fuse_file_info* fi) { return reinterpret_cast<DirCursor*>(fi->fh); }
 
-// One entry about to be added to a readdir reply.
-struct Emit {
-  const char* name = "";   // NUL-terminated: FUSE copies it by strlen
-  uint64_t ino = 0;
-  uint32_t type = DT_UNKNOWN;
-  const client::Attr* attr = nullptr;  // readdirplus: hand the kernel this inode
-};
-
 }  // namespace
 
 void FuseOps::OnOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -55,7 +47,20 @@ void FuseOps::OnReaddirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 // ".." per handle for the parent's inode number.
 void FuseOps::DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         fuse_file_info* fi, bool plus) {
-  DirCursor& dir = *CursorOf(fi);
+  std::vector<char> buf(size);
+  std::vector<uint64_t> refs;  // inodes handed to the kernel by this reply
+  Result<size_t> used = FillDir(req, ino, off, plus, *CursorOf(fi), buf, refs);
+  if (!used.ok()) return ReplyStatus(req, used.status());
+  // The cursor is unlocked by now: once the kernel has this reply, the
+  // directory may be closed and RELEASEDIR free the cursor on another worker.
+  if (fuse_reply_buf(req, buf.data(), *used) != 0) {
+    for (uint64_t r : refs) nodes_.Forget(r, 1);
+  }
+}
+
+Result<size_t> FuseOps::FillDir(fuse_req_t req, fuse_ino_t ino, off_t off, bool plus,
+                                DirCursor& dir, std::vector<char>& buf,
+                                std::vector<uint64_t>& refs) {
   const client::Cred cred = CredOf(req);
   std::lock_guard<std::mutex> lock(dir.mu);
   if (off == 0) dir.Reset();
@@ -64,64 +69,65 @@ void FuseOps::DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       dir.parent_ino = ino;
     } else {
       Result<client::Attr> parent = client_->Lookup(cred, ino, "..");
-      if (!parent.ok()) return ReplyStatus(req, parent.status());
-      dir.parent_ino = parent->ino;
+      // A directory one may read but not search lists its names on a local
+      // file system too; its ".." then shows the directory's own number.
+      if (!parent.ok() && parent.status().code() != EACCES) return parent.status();
+      dir.parent_ino = parent.ok() ? parent->ino : ino;
     }
   }
   DirCursor::FetchFn fetch = [&](std::string_view after, uint32_t max) {
     return client_->Readdir(cred, ino, after, max, plus);
   };
-  std::vector<char> buf(size);
   size_t used = 0;
-  std::vector<uint64_t> refs;  // inodes handed to the kernel by this reply
   for (uint64_t pos = static_cast<uint64_t>(off);; ++pos) {
-    Emit em;
     client::DirEntry* entry = nullptr;
+    Emit em;
     if (pos == 0) {
       em = Emit{".", ino, DT_DIR};
     } else if (pos == 1) {
       em = Emit{"..", dir.parent_ino, DT_DIR};
     } else {
       Result<client::DirEntry*> e = dir.EntryAt(pos, fetch);
-      if (!e.ok() && used == 0) return ReplyStatus(req, e.status());
+      if (!e.ok() && used == 0) return e.status();
       if (!e.ok() || *e == nullptr) break;
       entry = *e;
       em = Emit{entry->name.c_str(), entry->ino, entry->type};
       if (plus && entry->attr.has_value()) em.attr = &*entry->attr;
     }
-    char* out = buf.data() + used;
-    size_t room = size - used;
-    size_t need = 0;
-    off_t next = static_cast<off_t>(pos + 1);
-    if (plus) {
-      fuse_entry_param e{};
-      if (em.attr != nullptr) {
-        e = EntryParam(*em.attr);
-      } else {
-        // No attributes (or "." / ".."): nodeid 0 tells the kernel to take
-        // the name only, without creating or counting an inode.
-        e.attr.st_ino = em.ino;
-        e.attr.st_mode = DTTOIF(em.type);
-      }
-      need = fuse_add_direntry_plus(req, out, room, em.name, &e, next);
-      if (need <= room && e.ino != 0) {
-        nodes_.Ref(e.ino);
-        refs.push_back(e.ino);
-      }
-    } else {
-      struct stat st{};
-      st.st_ino = em.ino;
-      st.st_mode = DTTOIF(em.type);
-      need = fuse_add_direntry(req, out, room, em.name, &st, next);
-    }
+    size_t room = buf.size() - used;
+    size_t need = AddDirEntry(req, buf.data() + used, room, em, static_cast<off_t>(pos + 1),
+                              plus, refs);
     if (need > room) break;
     used += need;
     // Attributes are only for the reply that first carries the entry.
     if (entry != nullptr) entry->attr.reset();
   }
-  if (fuse_reply_buf(req, buf.data(), used) != 0) {
-    for (uint64_t r : refs) nodes_.Forget(r, 1);
+  return used;
+}
+
+size_t FuseOps::AddDirEntry(fuse_req_t req, char* out, size_t room, const Emit& em, off_t next,
+                            bool plus, std::vector<uint64_t>& refs) {
+  if (!plus) {
+    struct stat st{};
+    st.st_ino = em.ino;
+    st.st_mode = DTTOIF(em.type);
+    return fuse_add_direntry(req, out, room, em.name, &st, next);
   }
+  fuse_entry_param e{};
+  if (em.attr != nullptr) {
+    e = EntryParam(*em.attr);
+  } else {
+    // No attributes (or "." / ".."): nodeid 0 tells the kernel to take the
+    // name only, without creating or counting an inode.
+    e.attr.st_ino = em.ino;
+    e.attr.st_mode = DTTOIF(em.type);
+  }
+  size_t need = fuse_add_direntry_plus(req, out, room, em.name, &e, next);
+  if (need <= room && e.ino != 0) {
+    nodes_.Ref(e.ino);
+    refs.push_back(e.ino);
+  }
+  return need;
 }
 
 }  // namespace sfs::fuse

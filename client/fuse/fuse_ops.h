@@ -42,7 +42,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "client/fuse/dir_cursor.h"
 #include "client/fuse/node_table.h"
 #include "client/lib/client.h"
 
@@ -115,8 +117,21 @@ class FuseOps {
   void ReplyAttr(fuse_req_t req, const client::Attr& a);
   void ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const client::Attr& a,
                  fuse_file_info* fi, bool with_entry);
+  // One entry about to be added to a readdir reply.
+  struct Emit {
+    const char* name = "";  // NUL-terminated: FUSE copies it by strlen
+    uint64_t ino = 0;
+    uint32_t type = 0;      // DT_*
+    const client::Attr* attr = nullptr;  // readdirplus: hand the kernel this inode
+  };
   void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi,
                  bool plus);
+  // Fills buf under the cursor's lock; returns the bytes used.
+  Result<size_t> FillDir(fuse_req_t req, fuse_ino_t ino, off_t off, bool plus, DirCursor& dir,
+                         std::vector<char>& buf, std::vector<uint64_t>& refs);
+  // Adds em at out; returns the size it needs (> room: nothing was added).
+  size_t AddDirEntry(fuse_req_t req, char* out, size_t room, const Emit& em, off_t next,
+                     bool plus, std::vector<uint64_t>& refs);
 
   std::unique_ptr<client::Client> client_;
   const FuseOptions opts_;

@@ -127,8 +127,8 @@ int Run(const MountArgs& a) {
   int code = 1;
   if (fuse_set_signal_handlers(se) == 0) {
     if (fuse_session_mount(se, real) == 0) {
-      LOG_INFO("mounted " << a.mds_address << " on " << real);
       daemon.Ready();
+      LOG_INFO("mounted " << a.mds_address << " on " << real);
       code = Serve(se, a);
       fuse_session_unmount(se);
       LOG_INFO("unmounted " << real);

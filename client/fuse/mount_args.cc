@@ -130,7 +130,7 @@ Result<MountArgs> ParseMountArgs(int argc, const char* const* argv) {
   if (st.ok()) {
     out.fuse_argv.push_back(argc > 0 ? argv[0] : "sfs-mount");
     out.fuse_argv.push_back("-o");
-    out.fuse_argv.push_back("default_permissions,fsname=sfs#" + out.mds_address + ",subtype=sfs");
+    out.fuse_argv.push_back("default_permissions,fsname=" + out.mds_address + ",subtype=sfs");
     for (int i = 1; i < args.argc; ++i) out.fuse_argv.push_back(args.argv[i]);
   }
   fuse_opt_free_args(&args);

@@ -4,7 +4,9 @@
 // rpc_timeout_ms=, connect_timeout_ms=, max_threads=, max_idle_threads=,
 // splice_write) are taken out; every other -o option (allow_other, ro,
 // max_read=, debug, ...) is handed to libfuse, after the defaults we add
-// (default_permissions, fsname=sfs#HOST:PORT, subtype=sfs), so a user's
+// (default_permissions, fsname=HOST:PORT, subtype=sfs: the mount shows as
+// `HOST:PORT on DIR type fuse.sfs`, the source as written in /etc/fstab, so
+// that `mount -a` recognises it as mounted), so a user's
 // fsname= or subtype= wins. libfuse rejects options it does not know.
 #pragma once
 

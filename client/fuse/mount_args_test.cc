@@ -28,7 +28,7 @@ TEST(MountArgsTest, AddressAndMountPointAreTheTwoPositionals) {
   EXPECT_FALSE(a->foreground);
   EXPECT_EQ(a->client.mds_address, "mds:7700");
   EXPECT_EQ(Joined(a->fuse_argv),
-            "sfs-mount -o default_permissions,fsname=sfs#mds:7700,subtype=sfs ");
+            "sfs-mount -o default_permissions,fsname=mds:7700,subtype=sfs ");
 }
 
 TEST(MountArgsTest, OwnOptionsAreTakenAndOthersPassThrough) {
@@ -41,7 +41,7 @@ TEST(MountArgsTest, OwnOptionsAreTakenAndOthersPassThrough) {
   EXPECT_DOUBLE_EQ(a->fuse.file_attr_timeout, 0.0);
   EXPECT_EQ(a->client.rpc_timeout.count(), 1500);
   EXPECT_EQ(Joined(a->fuse_argv),
-            "sfs-mount -o default_permissions,fsname=sfs#h:1,subtype=sfs -o allow_other,ro ");
+            "sfs-mount -o default_permissions,fsname=h:1,subtype=sfs -o allow_other,ro ");
 }
 
 TEST(MountArgsTest, DebugImpliesForegroundAndReachesLibfuse) {
