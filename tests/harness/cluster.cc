@@ -1,0 +1,381 @@
+// TestCluster: starts, faults and tears down real StripeFS daemons and FUSE
+// mounts for integration tests. See cluster.h for the contract.
+//
+// Every wait here is on a condition with a deadline: a LISTENING line on a
+// pipe, a pidfd becoming readable, ListOsts reporting the OSTs up, the
+// mountpoint's st_dev changing. Nothing sleeps to "give it time".
+#include "tests/harness/cluster.h"
+
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "tests/harness/test_util.h"
+
+namespace sfs::testing {
+namespace {
+
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+constexpr milliseconds kStopGrace{10000};
+constexpr int kTailLines = 25;
+
+std::string Env(const char* name) {
+  const char* v = getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+std::string BuildDir() {
+  std::string env = Env("SFS_BUILD_DIR");
+  if (!env.empty()) return env;
+#ifdef SFS_BUILD_DIR
+  return SFS_BUILD_DIR;
+#else
+  return ".";
+#endif
+}
+
+std::string Binary(const char* env, const char* compiled, const char* rel) {
+  std::string e = Env(env);
+  if (!e.empty()) return e;
+  if (compiled != nullptr && *compiled != '\0' && Env("SFS_BUILD_DIR").empty()) return compiled;
+  return BuildDir() + "/" + rel;
+}
+
+#ifndef SFS_MDS_BIN_DEFAULT
+#define SFS_MDS_BIN_DEFAULT ""
+#endif
+#ifndef SFS_OSS_BIN_DEFAULT
+#define SFS_OSS_BIN_DEFAULT ""
+#endif
+#ifndef SFS_MOUNT_BIN_DEFAULT
+#define SFS_MOUNT_BIN_DEFAULT ""
+#endif
+
+std::string ReadTrimmed(const std::string& path) {
+  std::string s;
+  if (!ReadFile(path, &s)) return "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// True iff some mount lies at or below dir (from /proc/self/mountinfo; does
+// not touch the file systems themselves, so a hung mount cannot block it).
+bool HasMountUnder(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string id, parent, devno, fsroot, mnt;
+    ls >> id >> parent >> devno >> fsroot >> mnt;
+    if (mnt == dir || mnt.rfind(dir + "/", 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string PortOf(const std::string& address) {
+  return address.substr(address.rfind(':') + 1);
+}
+
+}  // namespace
+
+std::string MdsBinary() { return Binary("SFS_MDS_BIN", SFS_MDS_BIN_DEFAULT, "mds/sfs-mds"); }
+std::string OssBinary() { return Binary("SFS_OSS_BIN", SFS_OSS_BIN_DEFAULT, "oss/sfs-oss"); }
+std::string MountBinary() {
+  return Binary("SFS_MOUNT_BIN", SFS_MOUNT_BIN_DEFAULT, "client/fuse/sfs-mount");
+}
+
+TestCluster::TestCluster(ClusterOptions opts) : opts_(std::move(opts)) {
+  mds_.name = "mds";
+  oss_.resize(opts_.num_oss);
+  for (int i = 0; i < opts_.num_oss; ++i) oss_[i].name = "oss" + std::to_string(i);
+}
+
+TestCluster::~TestCluster() { Stop(); }
+
+std::string TestCluster::ost_dir(int oss) const { return root_ + "/ost" + std::to_string(oss); }
+
+std::string TestCluster::LogPath(const std::string& name) const {
+  return root_ + "/logs/" + name + ".log";
+}
+
+std::vector<std::string> TestCluster::MdsArgv(const std::string& listen) const {
+  return {MdsBinary(), "--data", root_ + "/mds", "--listen", listen,
+          "--client-timeout-ms", std::to_string(opts_.client_timeout_ms),
+          "--ost-timeout-ms", std::to_string(opts_.ost_timeout_ms)};
+}
+
+std::vector<std::string> TestCluster::OssArgv(int oss, const std::string& listen) const {
+  return {OssBinary(), "--mds", mds_.address, "--ost", ost_dir(oss), "--listen", listen,
+          "--heartbeat-ms", std::to_string(opts_.heartbeat_ms)};
+}
+
+Status TestCluster::Start() {
+  const char* tmp = getenv("SFS_TEST_TMPDIR");
+  if (tmp == nullptr) tmp = getenv("TMPDIR");
+  std::string templ = std::string(tmp != nullptr ? tmp : "/tmp") + "/sfs-" + opts_.name + "-XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) return Status::FromErrno("mkdtemp " + templ);
+  root_ = templ;
+  chmod(root_.c_str(), 0755);  // unprivileged test children must reach the mounts
+  std::error_code ec;
+  fs::create_directories(root_ + "/logs", ec);
+  fs::create_directories(root_ + "/mds", ec);
+  for (int i = 0; i < num_oss(); ++i) fs::create_directories(ost_dir(i), ec);
+  SFS_RETURN_IF_ERROR(StartDaemon(&mds_, MdsArgv("127.0.0.1:0")));
+  // One at a time, so OSS i normally gets OST index i (easier logs to read).
+  for (int i = 0; i < num_oss(); ++i) {
+    SFS_RETURN_IF_ERROR(StartDaemon(&oss_[i], OssArgv(i, "127.0.0.1:0")));
+  }
+  return WaitForOstsUp(num_oss(), opts_.start_timeout);
+}
+
+Status TestCluster::StartDaemon(Daemon* d, std::vector<std::string> argv) {
+  d->killed = false;
+  SFS_ASSIGN_OR_RETURN(d->proc, Subprocess::Spawn(argv, LogPath(d->name)));
+  for (;;) {
+    auto line = d->proc->ReadLine(opts_.start_timeout);
+    if (line.ok() && line->rfind("LISTENING ", 0) == 0) {
+      d->address = line->substr(10);
+      return Status::Ok();
+    }
+    if (line.ok()) continue;  // not the handshake; keep reading
+    std::string why = line.status().code() == ETIMEDOUT ? "did not print LISTENING in time"
+                                                        : "exited before LISTENING";
+    d->proc->Terminate(milliseconds(2000));
+    auto st = d->proc->Wait(milliseconds(0));
+    return Status::Errno(line.status().code() == ETIMEDOUT ? ETIMEDOUT : ECHILD,
+                         d->name + " " + why + " (" +
+                             (st.ok() ? DescribeWaitStatus(*st) : "?") + ")\n  command: " +
+                             d->proc->CommandLine() + "\n  log " + LogPath(d->name) + ":\n" +
+                             TailFile(LogPath(d->name), kTailLines));
+  }
+}
+
+Status TestCluster::KillMds(int sig) {
+  mds_.killed = true;
+  mds_.proc->Signal(sig);
+  if (sig == SIGKILL || sig == SIGTERM) return mds_.proc->Wait(kStopGrace).status();
+  return Status::Ok();
+}
+
+Status TestCluster::RestartMds() {
+  if (mds_.proc->Running()) return Status::Errno(EBUSY, "the MDS is still running");
+  return StartDaemon(&mds_, MdsArgv("127.0.0.1:" + PortOf(mds_.address)));
+}
+
+Status TestCluster::KillOss(int oss, int sig) {
+  oss_[oss].killed = true;
+  oss_[oss].proc->Signal(sig);
+  if (sig == SIGKILL || sig == SIGTERM) return oss_[oss].proc->Wait(kStopGrace).status();
+  return Status::Ok();
+}
+
+Status TestCluster::RestartOss(int oss) {
+  if (oss_[oss].proc->Running()) return Status::Errno(EBUSY, oss_[oss].name + " still running");
+  return StartDaemon(&oss_[oss], OssArgv(oss, "127.0.0.1:" + PortOf(oss_[oss].address)));
+}
+
+bool TestCluster::MdsRunning() { return mds_.proc && mds_.proc->Running(); }
+bool TestCluster::OssRunning(int oss) { return oss_[oss].proc && oss_[oss].proc->Running(); }
+
+Result<std::string> TestCluster::Mount(const std::string& dir_in) {
+  int n = mount_counter_++;
+  std::string dir = dir_in.empty() ? root_ + "/mnt" + std::to_string(n) : dir_in;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  chmod(dir.c_str(), 0755);
+  struct stat parent_st {};
+  if (stat(fs::path(dir).parent_path().c_str(), &parent_st) != 0) {
+    return Status::FromErrno("stat parent of " + dir);
+  }
+  std::string name = "mount" + std::to_string(n);
+  MountPoint m{dir, nullptr};
+  SFS_ASSIGN_OR_RETURN(m.proc, Subprocess::Spawn({MountBinary(), mds_.address, dir, "-f", "-o",
+                                                  "allow_other"},
+                                                 LogPath(name), SIGTERM,
+                                                 /*capture_stdout=*/false));
+  bool exited = false;
+  bool live = PollUntil(
+      [&] {
+        if (!m.proc->Running()) return exited = true;
+        struct stat st {};
+        return HasMountUnder(dir) && stat(dir.c_str(), &st) == 0 && st.st_dev != parent_st.st_dev;
+      },
+      opts_.mount_timeout);
+  if (!live || exited) {
+    std::string cmd = m.proc->CommandLine();
+    (void)StopMount(&m);
+    return Status::Errno(exited ? ECHILD : ETIMEDOUT,
+                         std::string("mount ") + (exited ? "exited" : "not live in time") +
+                             "\n  command: " + cmd + "\n  log " + LogPath(name) + ":\n" +
+                             TailFile(LogPath(name), kTailLines));
+  }
+  mounts_.push_back(std::move(m));
+  return dir;
+}
+
+Status TestCluster::StopMount(MountPoint* m) {
+  Status result;
+  if (!m->proc->Running()) {
+    auto st = m->proc->Wait(milliseconds(0));
+    result = Status::Errno(ECHILD, "sfs-mount of " + m->dir + " exited on its own (" +
+                                       (st.ok() ? DescribeWaitStatus(*st) : "?") + ")");
+  }
+  if (HasMountUnder(m->dir)) {
+    auto st = RunCommand({"fusermount3", "-u", m->dir}, m->proc->log_path(), milliseconds(20000));
+    if (!st.ok() || *st != 0) {
+      if (result.ok()) {
+        result = Status::Errno(EBUSY, "fusermount3 -u " + m->dir + " failed; used umount -l");
+      }
+      umount2(m->dir.c_str(), MNT_DETACH);
+    }
+  }
+  if (m->proc->Running()) {
+    auto st = m->proc->Wait(kStopGrace);
+    if (!st.ok()) {
+      m->proc->Terminate(milliseconds(2000));
+      if (result.ok()) result = Status::Errno(ETIMEDOUT, "sfs-mount did not exit on unmount");
+    }
+  }
+  return result;
+}
+
+Status TestCluster::Unmount(const std::string& dir) {
+  for (size_t i = 0; i < mounts_.size(); ++i) {
+    if (mounts_[i].dir != dir) continue;
+    Status st = StopMount(&mounts_[i]);
+    mounts_.erase(mounts_.begin() + static_cast<long>(i));
+    return st;
+  }
+  return Status::Errno(ENOENT, "not mounted by this cluster: " + dir);
+}
+
+Result<std::unique_ptr<client::Client>> TestCluster::Connect(milliseconds rpc_timeout,
+                                                             milliseconds timeout) const {
+  client::Options o;
+  o.mds_address = mds_.address;
+  o.rpc_timeout = rpc_timeout;
+  Status last;
+  std::unique_ptr<client::Client> c;
+  PollUntil(
+      [&] {
+        auto r = client::Client::Connect(o);
+        if (r.ok()) c = std::move(*r);
+        last = r.status();
+        return r.ok();
+      },
+      timeout, milliseconds(100));
+  if (c == nullptr) return last;
+  return c;
+}
+
+Status TestCluster::WaitForOstsUp(int up, milliseconds timeout) {
+  auto start = std::chrono::steady_clock::now();
+  SFS_ASSIGN_OR_RETURN(auto c, Connect(milliseconds(5000), timeout));
+  std::string seen = "no answer";
+  auto left = timeout - std::chrono::duration_cast<milliseconds>(
+                            std::chrono::steady_clock::now() - start);
+  bool ok = PollUntil(
+      [&] {
+        auto osts = c->ListOsts();
+        if (!osts.ok()) {
+          seen = osts.status().ToString();
+          return false;
+        }
+        int n = 0;
+        for (const auto& o : *osts) n += o.up ? 1 : 0;
+        seen = std::to_string(n) + " of " + std::to_string(osts->size()) + " up";
+        return n == up;
+      },
+      std::max(left, milliseconds(0)), milliseconds(50));
+  if (ok) return Status::Ok();
+  return Status::Errno(ETIMEDOUT, "waiting for " + std::to_string(up) + " OSTs up: " + seen);
+}
+
+int TestCluster::OssOfOst(client::Client& c, uint32_t ost_index) {
+  auto osts = c.ListOsts();
+  if (!osts.ok()) return -1;
+  for (const auto& o : *osts) {
+    if (o.index != ost_index) continue;
+    for (int i = 0; i < num_oss(); ++i) {
+      if (ReadTrimmed(ost_dir(i) + "/ost_uuid") == o.uuid) return i;
+    }
+  }
+  return -1;
+}
+
+std::string TestCluster::ObjectPath(client::Client& c, uint32_t ost_index, uint64_t oid) {
+  int oss = OssOfOst(c, ost_index);
+  if (oss < 0) return "";
+  char rel[64];
+  snprintf(rel, sizeof rel, "/objects/%02x/%016llx", static_cast<unsigned>(oid % 256),
+           static_cast<unsigned long long>(oid));
+  return ost_dir(oss) + rel;
+}
+
+bool TestCluster::AnyTestFailed() const {
+  const auto* ut = ::testing::UnitTest::GetInstance();
+  const auto* info = ut->current_test_info();
+  const auto* suite = ut->current_test_suite();
+  return (info != nullptr && info->result()->Failed()) || (suite != nullptr && suite->Failed());
+}
+
+void TestCluster::ReportFailure() {
+  keep_ = true;
+  std::ostringstream os;
+  os << "\n=== StripeFS test cluster: repro with\n  " << ReproCommand() << "\n"
+     << "=== logs kept in " << root_ << "/logs\n";
+  auto tail = [&](const std::string& name) {
+    os << "--- " << LogPath(name) << " (last " << kTailLines << " lines)\n"
+       << TailFile(LogPath(name), kTailLines);
+  };
+  tail("mds");
+  for (const auto& d : oss_) tail(d.name);
+  for (int i = 0; i < mount_counter_; ++i) tail("mount" + std::to_string(i));
+  std::cerr << os.str() << std::flush;
+}
+
+void TestCluster::Stop() {
+  if (stopped_ || root_.empty()) return;
+  stopped_ = true;
+  std::vector<std::string> problems;
+  for (auto& m : mounts_) {
+    Status st = StopMount(&m);
+    if (!st.ok()) problems.push_back(st.ToString());
+  }
+  mounts_.clear();
+  auto stop = [&](Daemon& d) {
+    if (!d.proc) return;
+    bool was_running = d.proc->Running();
+    int status = d.proc->Terminate(kStopGrace);
+    if (!was_running && !d.killed) {
+      problems.push_back(d.name + " exited on its own during the test: " +
+                         DescribeWaitStatus(status));
+    } else if (was_running && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      problems.push_back(d.name + " did not exit cleanly on SIGTERM: " +
+                         DescribeWaitStatus(status));
+    }
+  };
+  for (auto& d : oss_) stop(d);
+  stop(mds_);
+  for (const auto& p : problems) ADD_FAILURE() << "cluster teardown: " << p;
+  bool keep = keep_ || AnyTestFailed() || !Env("SFS_KEEP_TMP").empty() || HasMountUnder(root_);
+  if (keep) {
+    std::cerr << "StripeFS test cluster kept in " << root_ << "\n";
+  } else {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+}
+
+}  // namespace sfs::testing
