@@ -57,7 +57,8 @@ Status Namespace::RegisterOpen(const OpCtx& ctx, uint64_t ino, const proto::Inod
                                uint32_t flags, proto::OpenResp* out) {
   *out->mutable_attr() = rec.attr();
   if (S_ISREG(rec.attr().mode())) *out->mutable_layout() = rec.layout();
-  out->set_open_id(opens_.Add(ctx.client_id, ino, NowMs()));
+  bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+  out->set_open_id(opens_.Add(ctx.client_id, ino, NowMs(), write));
   return Status::Ok();
 }
 
@@ -110,6 +111,7 @@ Status Namespace::Close(const OpCtx& ctx, const proto::CloseReq& req) {
       txn.Dirty(ino);
     }
     if (a->nlink() == 0 && opens_.OpenCount(ino) == 0) return FreeInode(txn, ino);
+    if (opens_.OpenCount(ino) == 0) return ReleaseStaleLayout(txn, ino);
     return Status::Ok();
   });
 }
@@ -167,6 +169,7 @@ void Namespace::Housekeep(int64_t now_ms) {
     Status st = ReapIfOrphan(ino);
     if (!st.ok()) LOG_WARN("reaping orphan " << ino << ": " << st.ToString());
   }
+  HousekeepMigrations(inos, startup);
 }
 
 }  // namespace sfs::mds

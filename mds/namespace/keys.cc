@@ -40,6 +40,10 @@ std::string Queue(uint64_t seq) { return Tagged(kQueue, seq); }
 std::string Orphan(uint64_t ino) { return Tagged(kOrphan, ino); }
 std::string Ost(std::string_view uuid) { return std::string(1, kOst).append(uuid); }
 
+std::string Pool(std::string_view name) { return std::string(1, kPool).append(name); }
+std::string Migrate(uint64_t ino) { return Tagged(kMigrate, ino); }
+std::string StaleLayout(uint64_t ino) { return Tagged(kStaleLayout, ino); }
+
 std::string Reply(uint64_t client, uint64_t xid) {
   std::string k = Tagged(kReply, client);
   PutBe64(&k, xid);

@@ -13,6 +13,9 @@
 //   O<ino:8>            -> OrphanRec (unlinked while open)
 //   T<uuid>             -> OstRec (OST registry)
 //   R<client:8><xid:8>  -> ReplyRec (outcome of an applied mutating request)
+//   P<name>             -> PoolRec (OST pool: its member OST indices)
+//   M<ino:8>            -> MigrateRec (migration in progress: new objects not yet the file's)
+//   L<ino:8>            -> StaleLayoutRec (objects replaced by a migration, freed at last close)
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,9 @@ inline constexpr char kQueue = 'Q';
 inline constexpr char kOrphan = 'O';
 inline constexpr char kOst = 'T';
 inline constexpr char kReply = 'R';
+inline constexpr char kPool = 'P';
+inline constexpr char kMigrate = 'M';
+inline constexpr char kStaleLayout = 'L';
 
 // Appends v as 8 big-endian bytes.
 void PutBe64(std::string* out, uint64_t v);
@@ -46,6 +52,9 @@ std::string Queue(uint64_t seq);
 std::string Orphan(uint64_t ino);
 std::string Ost(std::string_view uuid);
 std::string Reply(uint64_t client, uint64_t xid);
+std::string Pool(std::string_view name);
+std::string Migrate(uint64_t ino);
+std::string StaleLayout(uint64_t ino);
 
 // The first key after every key starting with `prefix` (prefix's range end).
 // REQUIRES: prefix is not all 0xff bytes.

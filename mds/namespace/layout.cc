@@ -12,8 +12,20 @@
 // file's current layout when re-striping an empty file); stripe_count -1 =
 // all OSTs up at create; start_ost >= 0 puts stripe 0 on that OST (-1 lets
 // the allocator choose). A stripe_size must be a positive multiple of 64 KiB.
+//
+// Pools: a layout naming a pool places its stripes only on the pool's OSTs
+// (the allocator's rules apply within the pool). An explicit pool (setstripe,
+// create with a layout, migrate) must exist and have members (EINVAL); at
+// setstripe the count must not exceed the pool's OSTs up and start_ost must
+// be a member. An inherited default is clamped to the pool's OSTs at create;
+// if its pool was destroyed or emptied meanwhile, the file is placed on all
+// OSTs without a pool, as Lustre does, rather than failing every create.
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <optional>
+
+#include "common/log.h"
 #include "mds/namespace/namespace.h"
 
 namespace sfs::mds {
@@ -32,7 +44,7 @@ proto::Layout RootDefault() {
 }
 
 bool SetsAnything(const proto::Layout& l) {
-  return l.stripe_size() != 0 || l.stripe_count() != 0;
+  return l.stripe_size() != 0 || l.stripe_count() != 0 || !l.pool().empty();
 }
 
 // want's non-zero fields over base's.
@@ -80,14 +92,50 @@ Status Namespace::ValidateLayout(const proto::Layout& l, bool for_setstripe) con
   if (l.start_ost() >= 0 && static_cast<size_t>(l.start_ost()) >= osts_->KnownCount()) {
     return Status::Errno(EINVAL, "no such OST");
   }
+  return l.pool().empty() ? Status::Ok() : ValidatePool(l);
+}
+
+Status Namespace::ValidatePool(const proto::Layout& l) const {
+  SFS_ASSIGN_OR_RETURN(std::vector<uint32_t> members, PoolMembers(l.pool()));
+  size_t up = osts_->UpCountIn(members);
+  if (l.stripe_count() > 0 && static_cast<size_t>(l.stripe_count()) > up) {
+    return Status::Errno(EINVAL, "stripe_count " + std::to_string(l.stripe_count()) +
+                                     " exceeds the " + std::to_string(up) + " OSTs up in pool '" +
+                                     l.pool() + "'");
+  }
+  if (up == 0) return Status::Errno(EINVAL, "pool '" + l.pool() + "' has no OST up");
+  if (l.start_ost() >= 0 &&
+      std::find(members.begin(), members.end(), static_cast<uint32_t>(l.start_ost())) ==
+          members.end()) {
+    return Status::Errno(EINVAL, "OST " + std::to_string(l.start_ost()) + " is not in pool '" +
+                                     l.pool() + "'");
+  }
   return Status::Ok();
+}
+
+// The OSTs a layout may use: its pool's members (null = all OSTs). See the
+// file comment for an inherited pool that is gone.
+Result<std::optional<std::vector<uint32_t>>> Namespace::AllowedOsts(proto::Layout* l,
+                                                                     bool explicit_pool) {
+  if (l->pool().empty()) return std::optional<std::vector<uint32_t>>();
+  auto members = PoolMembers(l->pool());
+  if (members.ok() && !members->empty()) return std::optional(std::move(*members));
+  if (explicit_pool) {
+    return members.ok() ? Status::Errno(EINVAL, "pool '" + l->pool() + "' has no OSTs")
+                        : members.status();
+  }
+  LOG_WARN("inherited pool '" << l->pool() << "' is gone or empty; using all OSTs");
+  l->clear_pool();
+  return std::optional<std::vector<uint32_t>>();
 }
 
 Result<proto::Layout> Namespace::AllocateLayout(const proto::Layout& want,
                                                 const proto::Layout& base) {
   if (SetsAnything(want)) SFS_RETURN_IF_ERROR(ValidateLayout(want, false));
   proto::Layout l = Merge(want, base);
-  std::vector<uint32_t> picks = osts_->Pick(l.stripe_count(), l.start_ost());
+  SFS_ASSIGN_OR_RETURN(auto allowed, AllowedOsts(&l, !want.pool().empty()));
+  std::vector<uint32_t> picks =
+      osts_->Pick(l.stripe_count(), l.start_ost(), allowed ? &*allowed : nullptr);
   if (picks.empty()) return Status::Errno(ENOSPC, "no OSTs registered");
   for (uint32_t ost : picks) {
     SFS_ASSIGN_OR_RETURN(uint64_t oid, AllocOid());
@@ -132,6 +180,7 @@ Status Namespace::SetLayout(const OpCtx& ctx, const proto::SetLayoutReq& req) {
         if (req.ino() == kRootIno) base = RootDefault();
         proto::Layout def = Merge(req.layout(), base);
         if (!SetsAnything(req.layout())) def = base;
+        if (!def.pool().empty()) SFS_RETURN_IF_ERROR(ValidatePool(def));
         *node->mutable_layout() = def;
       } else {
         if (node->attr().size() > 0) return Status::Errno(EBUSY, "file has data");

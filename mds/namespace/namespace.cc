@@ -253,6 +253,8 @@ Status Namespace::FreeInode(Txn& txn, uint64_t ino) {
                                      return true;
                                    }));
   txn.batch().Delete(keys::Orphan(ino));
+  SFS_RETURN_IF_ERROR(DropMigration(txn, ino));
+  SFS_RETURN_IF_ERROR(ReleaseStaleLayout(txn, ino));
   txn.DeleteInode(ino);
   txn.OnCommit([this] { --inode_count_; });
   return Status::Ok();

@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -110,6 +112,14 @@ class Namespace {
   Status RemoveXattr(const OpCtx& ctx, const proto::RemoveXattrReq& req);
   Status SetLayout(const OpCtx& ctx, const proto::SetLayoutReq& req);
 
+  // --- OST pools (pool.cc): POOL_LIST reads, the other ops mutate (root only) ---
+  Status Pool(const OpCtx& ctx, const proto::PoolReq& req, proto::PoolResp* out);
+
+  // --- migrate (migrate.cc): restripe a file with data; see mds.proto ---
+  Status MigrateBegin(const OpCtx& ctx, const proto::MigrateBeginReq& req,
+                      proto::MigrateBeginResp* out);
+  Status MigrateCommit(const OpCtx& ctx, const proto::MigrateCommitReq& req);
+
   // --- sessions and orphans (create_open.cc) ---
   // Notes that a client was heard from (any request carrying its id).
   void TouchClient(uint64_t client_id) { opens_.Touch(client_id, NowMs()); }
@@ -155,9 +165,26 @@ class Namespace {
   Status ApplyExchange(Txn& txn, const proto::RenameReq& req, RenameEnds& e);
   Status ApplyMove(Txn& txn, const proto::RenameReq& req, RenameEnds& e);
 
+  // Pools (pool.cc). The members of pool `name`; EINVAL "unknown pool" iff it does not exist.
+  Result<std::vector<uint32_t>> PoolMembers(const std::string& name) const;
+  Status ListPools(const std::string& name, proto::PoolResp* out);
+  Status ChangePool(Txn& txn, const proto::PoolReq& req);
+
+  // Migrations (migrate.cc). Frees the new objects of ino's migration in
+  // progress, if any, and forgets it.
+  Status DropMigration(Txn& txn, uint64_t ino);
+  // Queues the objects of ino's replaced layouts (L key), if any, for destroy.
+  Status ReleaseStaleLayout(Txn& txn, uint64_t ino);
+  Status SwapLayouts(Txn& txn, uint64_t ino, proto::InodeRec* node, proto::Layout fresh);
+  // Releases stale layouts of inos nobody holds open; at startup also those
+  // and the migrations left from before the restart.
+  void HousekeepMigrations(const std::set<uint64_t>& inos, bool startup);
+
   // Layouts (layout.cc).
   Result<proto::Layout> EffectiveDefault(uint64_t dir_ino, bool* inherited);
   Status ValidateLayout(const proto::Layout& l, bool for_setstripe) const;
+  Status ValidatePool(const proto::Layout& l) const;
+  Result<std::optional<std::vector<uint32_t>>> AllowedOsts(proto::Layout* l, bool explicit_pool);
   // want's non-zero fields override base's; objects are allocated afresh.
   Result<proto::Layout> AllocateLayout(const proto::Layout& want, const proto::Layout& base);
   Result<bool> DirEmpty(uint64_t ino);

@@ -3,11 +3,12 @@
 
 namespace sfs::mds {
 
-uint64_t OpenTable::Add(uint64_t client, uint64_t ino, int64_t now_ms) {
+uint64_t OpenTable::Add(uint64_t client, uint64_t ino, int64_t now_ms, bool write) {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t id = next_id_++;
-  opens_[id] = Open{client, ino};
+  opens_[id] = Open{client, ino, write};
   ++per_ino_[ino];
+  if (write) ++writers_[ino];
   Client& c = clients_[client];
   c.last_seen_ms = std::max(c.last_seen_ms, now_ms);
   ++c.opens;
@@ -17,6 +18,8 @@ uint64_t OpenTable::Add(uint64_t client, uint64_t ino, int64_t now_ms) {
 void OpenTable::DropLocked(std::unordered_map<uint64_t, Open>::iterator it) {
   auto pi = per_ino_.find(it->second.ino);
   if (pi != per_ino_.end() && --pi->second <= 0) per_ino_.erase(pi);
+  auto wi = it->second.write ? writers_.find(it->second.ino) : writers_.end();
+  if (wi != writers_.end() && --wi->second <= 0) writers_.erase(wi);
   auto ci = clients_.find(it->second.client);
   if (ci != clients_.end() && ci->second.opens > 0) --ci->second.opens;
   opens_.erase(it);
@@ -35,6 +38,12 @@ int OpenTable::OpenCount(uint64_t ino) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = per_ino_.find(ino);
   return it == per_ino_.end() ? 0 : it->second;
+}
+
+int OpenTable::WriteOpenCount(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = writers_.find(ino);
+  return it == writers_.end() ? 0 : it->second;
 }
 
 void OpenTable::Touch(uint64_t client, int64_t now_ms) {

@@ -16,11 +16,14 @@ namespace sfs::mds {
 
 class OpenTable {
  public:
-  // Records an open of ino by client; returns its open id (never 0).
-  uint64_t Add(uint64_t client, uint64_t ino, int64_t now_ms);
+  // Records an open of ino by client (for writing iff write); returns its
+  // open id (never 0).
+  uint64_t Add(uint64_t client, uint64_t ino, int64_t now_ms, bool write = false);
   // Forgets an open; the inode it was for iff it existed.
   std::optional<uint64_t> Remove(uint64_t open_id);
   int OpenCount(uint64_t ino) const;
+  // Opens of ino for writing (O_WRONLY, O_RDWR or O_TRUNC).
+  int WriteOpenCount(uint64_t ino) const;
   // Notes that client was heard from at now_ms.
   void Touch(uint64_t client, int64_t now_ms);
   // Drops the opens of every client silent for more than timeout_ms; returns
@@ -31,6 +34,7 @@ class OpenTable {
   struct Open {
     uint64_t client;
     uint64_t ino;
+    bool write;
   };
   struct Client {
     int64_t last_seen_ms = 0;
@@ -42,6 +46,7 @@ class OpenTable {
   uint64_t next_id_ = 1;                          // GUARDED_BY(mu_)
   std::unordered_map<uint64_t, Open> opens_;      // GUARDED_BY(mu_), by open id
   std::unordered_map<uint64_t, int> per_ino_;     // GUARDED_BY(mu_), open count by ino
+  std::unordered_map<uint64_t, int> writers_;     // GUARDED_BY(mu_), write opens by ino
   std::unordered_map<uint64_t, Client> clients_;  // GUARDED_BY(mu_)
 };
 

@@ -139,9 +139,16 @@ size_t OstRegistry::KnownCount() const {
   return osts_.size();
 }
 
-std::vector<OstState*> OstRegistry::CandidatesLocked() {
+size_t OstRegistry::UpCountIn(const std::vector<uint32_t>& set) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::count_if(set.begin(), set.end(),
+                       [&](uint32_t i) { return i < osts_.size() && osts_[i].up; });
+}
+
+std::vector<OstState*> OstRegistry::CandidatesLocked(const std::vector<uint32_t>* only) {
   std::vector<OstState*> good, up, all;
   for (OstState& o : osts_) {
+    if (only != nullptr && std::find(only->begin(), only->end(), o.index) == only->end()) continue;
     all.push_back(&o);
     if (!o.up) continue;
     up.push_back(&o);
@@ -151,9 +158,10 @@ std::vector<OstState*> OstRegistry::CandidatesLocked() {
   return up.empty() ? all : up;
 }
 
-std::vector<uint32_t> OstRegistry::Pick(int32_t count, int32_t start_ost) {
+std::vector<uint32_t> OstRegistry::Pick(int32_t count, int32_t start_ost,
+                                        const std::vector<uint32_t>* only) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<OstState*> cands = CandidatesLocked();
+  std::vector<OstState*> cands = CandidatesLocked(only);
   if (cands.empty()) return {};
   size_t n = count < 0 ? cands.size() : std::min<size_t>(std::max(count, 1), cands.size());
   auto start = std::find_if(cands.begin(), cands.end(), [&](const OstState* o) {

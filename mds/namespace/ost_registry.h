@@ -74,13 +74,17 @@ class OstRegistry {
   // Chooses OSTs for a new layout: `count` distinct OSTs (-1 = all candidates),
   // clamped to the candidates available. With start_ost >= 0 naming a
   // candidate, stripe 0 goes there and the next ones follow in index order.
-  // Empty iff no OST is known.
-  std::vector<uint32_t> Pick(int32_t count, int32_t start_ost);
+  // Empty iff no OST is known. With `only` (an OST pool's members), every
+  // rule above applies to those OSTs alone; empty iff none of them is known.
+  std::vector<uint32_t> Pick(int32_t count, int32_t start_ost,
+                             const std::vector<uint32_t>* only = nullptr);
+  // How many of `set` are known and up.
+  size_t UpCountIn(const std::vector<uint32_t>& set) const;
 
   static bool IsFull(const OstStats& s);
 
  private:
-  std::vector<OstState*> CandidatesLocked();
+  std::vector<OstState*> CandidatesLocked(const std::vector<uint32_t>* only);
   std::vector<uint32_t> PickWeightedLocked(std::vector<OstState*> cands, size_t n);
   Status PersistLocked(const OstState& ost);
 
