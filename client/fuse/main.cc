@@ -9,10 +9,12 @@
 // the child has mounted, then exits 0, or 1 if the child failed, so that
 // mount(8) and scripts see the mount ready when sfs-mount returns.
 // SIGTERM/SIGINT/SIGHUP end the session loop and unmount cleanly (exit 0).
+// In the background, log lines go on to stderr only if it is a regular file.
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <climits>
@@ -46,7 +48,11 @@ class Daemon {
       do {
         n = read(fds[0], &verdict, 1);
       } while (n < 0 && errno == EINTR);
-      _exit(n == 1 && verdict == 0 ? 0 : 1);
+      if (n == 1 && verdict == 0) _exit(0);
+      // No verdict: the child failed before mounting; exit as it did.
+      int status = 0;
+      if (waitpid(pid, &status, 0) == pid && WIFEXITED(status)) _exit(WEXITSTATUS(status));
+      _exit(1);
     }
     close(fds[0]);
     ready_fd_ = fds[1];
@@ -63,7 +69,10 @@ class Daemon {
     if (null_fd >= 0) {
       dup2(null_fd, 0);
       dup2(null_fd, 1);
-      dup2(null_fd, 2);
+      // Logs keep going to a file stderr was sent to (sfs-mount ... 2>>log);
+      // a terminal or a pipe is let go, so that nobody waits on us for EOF.
+      struct stat st;
+      if (fstat(2, &st) != 0 || !S_ISREG(st.st_mode)) dup2(null_fd, 2);
       if (null_fd > 2) close(null_fd);
     }
     char ok = 0;
@@ -101,6 +110,33 @@ int Serve(fuse_session* se, const MountArgs& a) {
   return clean ? 0 : 1;
 }
 
+// fuse_argv as libfuse wants it; the strings stay owned by a.
+std::vector<char*> FuseArgv(const MountArgs& a) {
+  std::vector<char*> argv;
+  for (const std::string& s : a.fuse_argv) argv.push_back(const_cast<char*>(s.c_str()));
+  return argv;
+}
+
+// True iff libfuse accepts the options. A session is only parsed here, not
+// mounted, so this catches a bad -o before the MDS is contacted.
+bool FuseArgsValid(const MountArgs& a) {
+  std::vector<char*> argv = FuseArgv(a);
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  fuse_session* se = fuse_session_new(&args, &FuseOps::Table(), sizeof(fuse_lowlevel_ops), nullptr);
+  if (se == nullptr) return false;
+  fuse_session_destroy(se);
+  return true;
+}
+
+void PrintConnectError(const MountArgs& a, const Status& st) {
+  std::string reason = st.message().empty() ? std::strerror(st.code()) : st.message();
+  std::string prefix = "cannot reach MDS at " + a.mds_address + ": ";
+  if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
+  const char* what = IsUnreachable(st.code()) ? "cannot reach" : "cannot connect to";
+  std::fprintf(stderr, "sfs-mount: %s MDS at %s: %s\n", what, a.mds_address.c_str(),
+               reason.c_str());
+}
+
 int Run(const MountArgs& a) {
   char real[PATH_MAX];
   if (realpath(a.mountpoint.c_str(), real) == nullptr) {
@@ -108,22 +144,23 @@ int Run(const MountArgs& a) {
                  std::strerror(errno));
     return 1;
   }
+  if (!FuseArgsValid(a)) return 2;  // libfuse has printed which option it refused
   Daemon daemon;
-  if (!a.foreground) daemon.Fork();
+  if (!a.foreground) {
+    // mount(8) on a terminal shows what went wrong, not how it went.
+    if (isatty(2) && std::getenv("SFS_LOG_LEVEL") == nullptr) SetLogLevel(LogLevel::kWarn);
+    daemon.Fork();
+  }
   Result<std::unique_ptr<client::Client>> client = client::Client::Connect(a.client);
   if (!client.ok()) {
-    const Status& st = client.status();
-    const char* what = IsUnreachable(st.code()) ? "cannot reach" : "cannot connect to";
-    std::fprintf(stderr, "sfs-mount: %s MDS at %s: %s\n", what, a.mds_address.c_str(),
-                 st.message().empty() ? std::strerror(st.code()) : st.message().c_str());
+    PrintConnectError(a, client.status());
     return 1;
   }
   FuseOps ops(std::move(*client), a.fuse);
-  std::vector<char*> argv;
-  for (const std::string& s : a.fuse_argv) argv.push_back(const_cast<char*>(s.c_str()));
+  std::vector<char*> argv = FuseArgv(a);
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
   fuse_session* se = fuse_session_new(&args, &FuseOps::Table(), sizeof(fuse_lowlevel_ops), &ops);
-  if (se == nullptr) return 2;  // libfuse has printed which option it refused
+  if (se == nullptr) return 1;
   int code = 1;
   if (fuse_set_signal_handlers(se) == 0) {
     if (fuse_session_mount(se, real) == 0) {
