@@ -25,6 +25,7 @@
 #include "client/lib/io.h"
 #include "client/lib/keepalive.h"
 #include "client/lib/mds_client.h"
+#include "client/lib/migrate.h"
 #include "client/lib/oss_pool.h"
 #include "common/log.h"
 #include "common/rpc/rpc.h"
@@ -401,6 +402,31 @@ Status Client::SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bo
 }
 
 Result<std::vector<OstStatus>> Client::ListOsts() { return impl_->mds->GetOstMap(); }
+
+Result<std::vector<PoolInfo>> Client::ListPools(std::string_view name) {
+  return impl_->mds->Pool(nullptr, PoolOp::kList, name, {});
+}
+
+Status Client::PoolCreate(const Cred& c, std::string_view name) {
+  return impl_->mds->Pool(&c, PoolOp::kCreate, name, {}).status();
+}
+
+Status Client::PoolAdd(const Cred& c, std::string_view name, const std::vector<uint32_t>& osts) {
+  return impl_->mds->Pool(&c, PoolOp::kAdd, name, osts).status();
+}
+
+Status Client::PoolRemove(const Cred& c, std::string_view name,
+                          const std::vector<uint32_t>& osts) {
+  return impl_->mds->Pool(&c, PoolOp::kRemove, name, osts).status();
+}
+
+Status Client::PoolDestroy(const Cred& c, std::string_view name) {
+  return impl_->mds->Pool(&c, PoolOp::kDestroy, name, {}).status();
+}
+
+Result<LayoutSpec> Client::Migrate(const Cred& c, uint64_t ino, const LayoutSpec& spec) {
+  return MigrateFile(*impl_->mds, *impl_->striper, c, ino, spec);
+}
 
 Result<Attr> Client::ResolvePath(const Cred& c, std::string_view path) {
   if (path.empty() || path[0] != '/') return Status(EINVAL, "not an absolute path");

@@ -122,6 +122,12 @@ struct OstStatus {
   int64_t last_heartbeat_ms = 0;
 };
 
+// An OST pool: a named set of OSTs that layouts may name (LayoutSpec::pool).
+struct PoolInfo {
+  std::string name;
+  std::vector<uint32_t> osts;  // OST indices, sorted
+};
+
 class Client;
 
 // An open regular file. Thread-safe; shared by every FUSE request on that handle.
@@ -206,6 +212,26 @@ class Client {
   Status SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear);
 
   Result<std::vector<OstStatus>> ListOsts();
+
+  // OST pools, kept by the MDS. ListPools: every pool, or only `name` (ENOENT
+  // if it does not exist). Changes need root (EPERM). Create: EEXIST if it
+  // exists; Add: EEXIST for a member, EINVAL for an unknown OST; Remove: ENOENT
+  // for a non-member; Destroy: ENOTEMPTY while the pool has members.
+  Result<std::vector<PoolInfo>> ListPools(std::string_view name = {});
+  Status PoolCreate(const Cred& c, std::string_view name);
+  Status PoolAdd(const Cred& c, std::string_view name, const std::vector<uint32_t>& osts);
+  Status PoolRemove(const Cred& c, std::string_view name, const std::vector<uint32_t>& osts);
+  Status PoolDestroy(const Cred& c, std::string_view name);
+
+  // Restripes a regular file that may hold data (migrate.cc): new objects are
+  // allocated for spec (unset fields keep the file's values), the data is
+  // copied stripe-wise in parallel (holes stay holes), and the MDS swaps the
+  // layout atomically. The file stays readable throughout; readers that
+  // opened it before the swap keep the old objects until they close, then the
+  // MDS frees them. EBUSY if the file is open for write at the start, or was
+  // opened for write or written before the swap (nothing changes then).
+  // Returns the new layout.
+  Result<LayoutSpec> Migrate(const Cred& c, uint64_t ino, const LayoutSpec& spec);
 
   // Walks an absolute path from the root ("/" is the root). Follows no symlinks.
   Result<Attr> ResolvePath(const Cred& c, std::string_view path);

@@ -406,4 +406,47 @@ Result<std::vector<OstStatus>> MdsClient::GetOstMap() {
   return out;
 }
 
+Result<std::vector<PoolInfo>> MdsClient::Pool(const Cred* c, PoolOp op, std::string_view name,
+                                              const std::vector<uint32_t>& osts) {
+  static constexpr proto::PoolOp kOps[] = {proto::POOL_LIST, proto::POOL_CREATE, proto::POOL_ADD,
+                                           proto::POOL_REMOVE, proto::POOL_DESTROY};
+  proto::MdsRequest req;
+  proto::PoolReq* p = req.mutable_pool();
+  p->set_op(kOps[static_cast<int>(op)]);
+  p->set_name(std::string(name));
+  for (uint32_t o : osts) p->add_osts(o);
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(c, &req, &resp));
+  std::vector<PoolInfo> out;
+  for (const proto::PoolInfo& info : resp.pool().pools()) {
+    out.push_back({info.name(), {info.osts().begin(), info.osts().end()}});
+  }
+  return out;
+}
+
+Result<MigratePlan> MdsClient::MigrateBegin(const Cred& c, uint64_t ino, const LayoutSpec& spec) {
+  proto::MdsRequest req;
+  req.mutable_migrate_begin()->set_ino(ino);
+  ToProto(spec, req.mutable_migrate_begin()->mutable_layout());
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+  if (!resp.has_migrate_begin()) return Status(EIO, "MDS reply without migrate plan");
+  const proto::MigrateBeginResp& m = resp.migrate_begin();
+  return MigratePlan{FromProto(m.attr()), FromProto(m.old_layout(), false),
+                     FromProto(m.new_layout(), false)};
+}
+
+Status MdsClient::MigrateCommit(const Cred& c, uint64_t ino, const LayoutSpec& new_layout,
+                                bool abort, std::optional<uint64_t> blocks) {
+  proto::MdsRequest req;
+  proto::MigrateCommitReq* m = req.mutable_migrate_commit();
+  m->set_ino(ino);
+  ToProto(new_layout, m->mutable_new_layout());
+  m->set_abort(abort);
+  m->set_has_blocks(blocks.has_value());
+  m->set_blocks(blocks.value_or(0));
+  proto::MdsResponse resp;
+  return Call(&c, &req, &resp);
+}
+
 }  // namespace sfs::client

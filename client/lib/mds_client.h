@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,15 @@ struct OpenResult {
   LayoutSpec layout;
   bool created = false;
   uint64_t open_id = 0;
+};
+
+enum class PoolOp { kList, kCreate, kAdd, kRemove, kDestroy };
+
+// What MigrateBegin answers: the file's attributes and both layouts.
+struct MigratePlan {
+  Attr attr;
+  LayoutSpec old_layout;
+  LayoutSpec new_layout;
 };
 
 // What Close/SetSize report about this client's writes.
@@ -96,6 +106,14 @@ class MdsClient {
   Result<LayoutSpec> GetLayout(const Cred& c, uint64_t ino);
   Status SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear);
   Result<std::vector<OstStatus>> GetOstMap();
+
+  // One PoolReq; c may be null for kList. The pools listed (kList only).
+  Result<std::vector<PoolInfo>> Pool(const Cred* c, PoolOp op, std::string_view name,
+                                     const std::vector<uint32_t>& osts);
+  Result<MigratePlan> MigrateBegin(const Cred& c, uint64_t ino, const LayoutSpec& spec);
+  // Swaps in plan's new layout (or with abort, frees its objects).
+  Status MigrateCommit(const Cred& c, uint64_t ino, const LayoutSpec& new_layout, bool abort,
+                       std::optional<uint64_t> blocks);
 
  private:
   // Fills in the header fields of *req, sends it and parses the reply into

@@ -14,6 +14,8 @@ int RunGetstripe(int argc, char** argv);
 int RunDf(int argc, char** argv);
 int RunServers(int argc, char** argv);
 int RunFind(int argc, char** argv);
+int RunPool(int argc, char** argv);
+int RunMigrate(int argc, char** argv);
 
 // Shared by the commands: prints "sfs CMD: what: reason" and returns 1.
 int Fail(const std::string& cmd, const std::string& what, const Status& st);

@@ -1,8 +1,10 @@
 // `sfs`: the StripeFS administration tool, shaped after Lustre's `lfs`.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "common/log.h"
 #include "tools/sfs/commands.h"
 
 namespace {
@@ -20,6 +22,8 @@ constexpr const char* kUsage =
     "  df [-h] [-i] [--json] [PATH]                                   space per OST\n"
     "  servers [--json] [PATH]                                        OSS/OST state (alias: osts)\n"
     "  find PATH [--stripe-count N] [--stripe-size S] [--ost I] [--pool P] [--size [+-]N] [--type f|d]\n"
+    "  pool create|add|remove|list|destroy NAME [OST_INDEX...]        OST pools\n"
+    "  migrate [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] FILE...  restripe files with data\n"
     "\n"
     "Run 'sfs COMMAND --help' for a command's options and examples.\n";
 
@@ -31,6 +35,8 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  // An admin tool prints its answer, not libsfs's progress; SFS_LOG_LEVEL overrides.
+  if (std::getenv("SFS_LOG_LEVEL") == nullptr) sfs::SetLogLevel(sfs::LogLevel::kWarn);
   std::string cmd = argv[1];
   int sub_argc = argc - 1;
   char** sub_argv = argv + 1;
@@ -40,6 +46,8 @@ int main(int argc, char** argv) {
   if (cmd == "df") return RunDf(sub_argc, sub_argv);
   if (cmd == "servers" || cmd == "osts") return RunServers(sub_argc, sub_argv);
   if (cmd == "find") return RunFind(sub_argc, sub_argv);
+  if (cmd == "pool") return RunPool(sub_argc, sub_argv);
+  if (cmd == "migrate") return RunMigrate(sub_argc, sub_argv);
   std::fprintf(stderr, "sfs: unknown command '%s' (try 'sfs --help')\n", cmd.c_str());
   return 2;
 }

@@ -95,6 +95,24 @@ int ParseArgs(int argc, char** argv, Args* a) {
   return -1;
 }
 
+// A new file's explicit layout is clamped by the MDS; setstripe refuses instead.
+Status CheckAgainstPool(Target& t, const client::LayoutSpec& spec,
+                        const std::vector<client::OstStatus>& osts) {
+  auto pools = t.client().ListPools(spec.pool);
+  if (!pools.ok() && pools.status().code() == ENOENT) {
+    return Status(EINVAL, "unknown pool '" + spec.pool + "'");
+  }
+  if (!pools.ok()) return pools.status();
+  int32_t up = 0;
+  for (uint32_t m : pools->front().osts) up += m < osts.size() && osts[m].up ? 1 : 0;
+  if (up == 0) return Status(EINVAL, "pool '" + spec.pool + "' has no OST up");
+  if (spec.stripe_count > up) {
+    return Status(EINVAL, "stripe count " + std::to_string(spec.stripe_count) + " exceeds the " +
+                              std::to_string(up) + " OSTs up in pool '" + spec.pool + "'");
+  }
+  return Status::Ok();
+}
+
 // Checks the request against the OSTs the file system has.
 Status CheckAgainstOsts(Target& t, const client::LayoutSpec& spec) {
   SFS_ASSIGN_OR_RETURN(auto osts, t.client().ListOsts());
@@ -105,7 +123,7 @@ Status CheckAgainstOsts(Target& t, const client::LayoutSpec& spec) {
   if (spec.start_ost >= static_cast<int32_t>(osts.size())) {
     return Status(EINVAL, "OST index " + std::to_string(spec.start_ost) + " does not exist");
   }
-  return Status::Ok();
+  return spec.pool.empty() ? Status::Ok() : CheckAgainstPool(t, spec, osts);
 }
 
 Status CreateWithLayout(Target& t, const std::string& path, const client::LayoutSpec& spec) {
