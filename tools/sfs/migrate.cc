@@ -35,7 +35,7 @@ constexpr const char* kHelp =
     "examples:\n"
     "  sfs migrate -c 4 /mnt/sfs/ckpt/model.pt          # spread over 4 OSTs\n"
     "  sfs migrate -c 2 -S 4M -p ssd /mnt/sfs/hot.db    # onto pool ssd, 4 MiB stripes\n"
-    "  sfs find /mnt/sfs --ost 3 | xargs sfs migrate    # drain OST 3 (new objects elsewhere)\n";
+    "  sfs find /mnt/sfs --type f --stripe-count 1 --size +1G | xargs sfs migrate -c -1\n";
 
 struct Args {
   GlobalOptions g;
