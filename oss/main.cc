@@ -28,7 +28,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: sfs-oss --mds HOST:PORT --ost DIR [--ost DIR ...] --listen HOST:PORT "
-    "[--heartbeat-ms N] [--workers N] [--io-threads N]";
+    "[--heartbeat-ms N] [--workers N] [--io-threads N] [--checksums=on|off]";
 
 struct Flags {
   std::string mds;
@@ -37,6 +37,7 @@ struct Flags {
   int heartbeat_ms = 1000;
   int workers = 8;
   int io_threads = 2;
+  bool checksums = true;  // per-chunk crcs on disk (FileStoreOptions::checksums)
 };
 
 bool ParseInt(const std::string& s, int lo, int hi, int* out) {
@@ -66,6 +67,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (arg == "--heartbeat-ms" && ParseInt(value, 1, 3600000, &f->heartbeat_ms)) continue;
     else if (arg == "--workers" && ParseInt(value, 1, 1024, &f->workers)) continue;
     else if (arg == "--io-threads" && ParseInt(value, 1, 64, &f->io_threads)) continue;
+    else if (arg == "--checksums" && (value == "on" || value == "off"))
+      f->checksums = value == "on";
     else return false;
   }
   std::string host;
@@ -85,11 +88,13 @@ void RaiseFdLimit() {
 
 using Stores = std::vector<std::unique_ptr<ObjectStore>>;
 
-Result<Stores> OpenStores(const std::vector<std::string>& dirs) {
+Result<Stores> OpenStores(const std::vector<std::string>& dirs, bool checksums) {
   Stores stores;
   std::set<std::string> uuids;
+  FileStoreOptions opts;
+  opts.checksums = checksums;
   for (const std::string& dir : dirs) {
-    SFS_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> s, OpenFileObjectStore(dir));
+    SFS_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> s, OpenFileObjectStore(dir, opts));
     if (!uuids.insert(s->uuid()).second) {
       return Status::Errno(EINVAL, "OST " + dir + " repeats the uuid of another --ost");
     }
@@ -163,7 +168,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   RaiseFdLimit();
-  auto stores = OpenStores(flags.osts);
+  auto stores = OpenStores(flags.osts, flags.checksums);
   if (!stores.ok()) return Fail(stores.status());
   int rc = Serve(flags, *stores, signals);
   LOG_INFO("stopped");

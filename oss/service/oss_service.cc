@@ -107,8 +107,8 @@ void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
     return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);
   }
   Status st = Dispatch(*store, oreq, req, &resp, reply);
-  if (st.code() == EIO) {  // a failing disk is worth an operator's attention
-    LOG_WARN("ost " << oreq.ost() << " oid " << oreq.oid() << ": " << st.ToString());
+  if (st.code() == EIO) {  // a failing disk or corrupt data is worth an operator's attention
+    LOG_ERROR("ost " << oreq.ost() << " oid " << oreq.oid() << ": " << st.ToString());
   } else if (!st.ok()) {
     LOG_DEBUG("ost " << oreq.ost() << " oid " << oreq.oid() << " op " << oreq.op_case() << ": "
                      << st.ToString());

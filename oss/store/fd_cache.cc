@@ -7,7 +7,10 @@
 
 namespace sfs::oss {
 
-Fd::~Fd() { ::close(fd_); }
+Fd::~Fd() {
+  ::close(fd_);
+  if (crc_fd_ >= 0) ::close(crc_fd_);
+}
 
 FdCache::FdCache(size_t capacity)
     : per_shard_capacity_(capacity < kShards ? 1 : capacity / kShards), shards_(kShards) {

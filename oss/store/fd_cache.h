@@ -22,15 +22,18 @@
 
 namespace sfs::oss {
 
-// An open object file. Closes the descriptor on destruction.
+// An open object file and, if the object is checksummed, its crc sidecar
+// (crc_fd -1 otherwise). Closes the descriptors on destruction.
 class Fd {
  public:
-  explicit Fd(int fd, bool created) : fd_(fd), dir_dirty_(created) {}
+  Fd(int fd, bool created, int crc_fd = -1) : fd_(fd), crc_fd_(crc_fd), dir_dirty_(created) {}
   ~Fd();
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
 
   int get() const { return fd_; }
+  int crc() const { return crc_fd_; }
+  bool checked() const { return crc_fd_ >= 0; }
   // True iff this descriptor created the file and no one has yet made the
   // directory entry durable; clears the flag (the caller must fsync the dir,
   // and call MarkDirDirty() again if that fails).
@@ -39,6 +42,7 @@ class Fd {
 
  private:
   const int fd_;
+  const int crc_fd_;
   std::atomic<bool> dir_dirty_;
 };
 

@@ -8,7 +8,10 @@
 // Durability: a sync write or Sync fdatasyncs the object and, the first time
 // after the object was created, fsyncs its directory so the name survives a
 // crash too. Without sync, data is in the page cache: it survives the OSS
-// process dying, not the machine.
+// process dying, not the machine. Checksummed objects sync the data file,
+// then the sidecar, so when Sync returns both the bytes and their crcs are
+// durable together (what a chunk written after its last sync may read as
+// after a machine crash is in checked_object.h).
 #include "oss/store/object_store.h"
 
 #include <fcntl.h>
@@ -25,7 +28,10 @@
 #include <vector>
 
 #include "common/log.h"
+#include "oss/store/checked_object.h"
+#include "oss/store/env.h"
 #include "oss/store/fd_cache.h"
+#include "oss/store/range_lock.h"
 
 namespace sfs::oss {
 namespace {
@@ -70,41 +76,11 @@ Status FsyncPath(const std::string& path) {
   return st;
 }
 
-Status WriteAll(int fd, const uint8_t* p, size_t n, uint64_t off) {
-  while (n > 0) {
-    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno("pwrite");
-    }
-    if (w == 0) return Status::Errno(EIO, "pwrite wrote nothing");
-    p += w;
-    n -= static_cast<size_t>(w);
-    off += static_cast<uint64_t>(w);
-  }
-  return Status::Ok();
-}
-
-// Reads until dest is full or EOF; returns the bytes read.
-Result<uint64_t> ReadAll(int fd, std::span<uint8_t> dest, uint64_t off) {
-  size_t done = 0;
-  while (done < dest.size()) {
-    ssize_t r = ::pread(fd, dest.data() + done, dest.size() - done, static_cast<off_t>(off + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno("pread");
-    }
-    if (r == 0) break;
-    done += static_cast<size_t>(r);
-  }
-  return static_cast<uint64_t>(done);
-}
-
 Result<std::string> ReadFileString(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("open " + path);
   std::vector<uint8_t> buf(128);
-  Result<uint64_t> n = ReadAll(fd, buf, 0);
+  Result<uint64_t> n = ReadAll(*DefaultEnv(), fd, buf, 0);
   ::close(fd);
   if (!n.ok()) return n.status();
   return std::string(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(*n));
@@ -129,7 +105,8 @@ Status CreateUuidFile(const std::string& dir, const std::string& uuid) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno("create " + tmp);
   std::string line = uuid + "\n";
-  Status st = WriteAll(fd, reinterpret_cast<const uint8_t*>(line.data()), line.size(), 0);
+  Status st = WriteAll(*DefaultEnv(), fd,
+                       {reinterpret_cast<const uint8_t*>(line.data()), line.size()}, 0);
   if (st.ok() && ::fsync(fd) != 0) st = Status::FromErrno("fsync " + tmp);
   ::close(fd);
   SFS_RETURN_IF_ERROR(st);
@@ -158,7 +135,13 @@ Result<std::string> LoadOrCreateUuid(const std::string& dir) {
 class FileObjectStore : public ObjectStore {
  public:
   FileObjectStore(std::string dir, std::string uuid, const FileStoreOptions& opts)
-      : dir_(std::move(dir)), uuid_(std::move(uuid)), cache_(opts.fd_cache_capacity) {}
+      : dir_(std::move(dir)),
+        uuid_(std::move(uuid)),
+        env_(opts.env ? *opts.env : *DefaultEnv()),
+        checksums_(opts.checksums),
+        // A checksummed object holds two descriptors (data and sidecar).
+        cache_(opts.checksums ? std::max<size_t>(1, opts.fd_cache_capacity / 2)
+                              : opts.fd_cache_capacity) {}
 
   const std::string& uuid() const override { return uuid_; }
   Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest) override;
@@ -173,17 +156,29 @@ class FileObjectStore : public ObjectStore {
  private:
   std::string SubdirOf(uint64_t oid) const { return dir_ + "/objects/" + Hex(oid % 256, 2); }
   std::string PathOf(uint64_t oid) const { return SubdirOf(oid) + "/" + Hex(oid, 16); }
+  std::string CrcPathOf(uint64_t oid) const { return PathOf(oid) + ".crc"; }
+  CheckedObject Checked(uint64_t oid, const Fd& fd) const {
+    return CheckedObject(env_, fd.get(), fd.crc(), "oid " + std::to_string(oid) + " (" +
+                                                       PathOf(oid) + ")");
+  }
 
   // The object's open file; with !create a missing object yields null.
   Result<std::shared_ptr<Fd>> GetFd(uint64_t oid, bool create);
   Result<std::shared_ptr<Fd>> OpenFile(uint64_t oid, bool create);
+  // The sidecar of an existing object file: -1 if it has none (or checksums are off).
+  Result<int> OpenSidecar(uint64_t oid, bool create);
+  Result<uint64_t> CheckedRead(uint64_t oid, const Fd& fd, uint64_t off, std::span<uint8_t> dest);
+  Status PunchData(uint64_t oid, int fd, uint64_t off, uint64_t len);
   // fdatasync, plus the directory entry if this file was created unsynced.
   Status SyncFd(uint64_t oid, Fd& fd);
   Status ZeroRange(int fd, uint64_t off, uint64_t len);
 
   const std::string dir_;
   const std::string uuid_;
+  Env& env_;
+  const bool checksums_;
   FdCache cache_;
+  RangeLocks locks_;  // chunk ranges of checksummed objects being changed
 };
 
 Result<std::shared_ptr<Fd>> FileObjectStore::GetFd(uint64_t oid, bool create) {
@@ -198,19 +193,44 @@ Result<std::shared_ptr<Fd>> FileObjectStore::OpenFile(uint64_t oid, bool create)
   std::string path = PathOf(oid);
   for (;;) {
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd >= 0) return std::make_shared<Fd>(fd, false);
+    if (fd >= 0) {
+      Result<int> crc_fd = OpenSidecar(oid, /*create=*/false);
+      if (!crc_fd.ok()) ::close(fd);
+      if (!crc_fd.ok()) return crc_fd.status();
+      return std::make_shared<Fd>(fd, false, *crc_fd);
+    }
     if (errno != ENOENT) return Status::FromErrno("open " + path);
     if (!create) return std::shared_ptr<Fd>();
+    // The sidecar comes first, so a checksummed object file never exists
+    // without one (a crash in between leaves an empty sidecar, harmless).
+    SFS_ASSIGN_OR_RETURN(int crc_fd, OpenSidecar(oid, /*create=*/true));
     // O_EXCL tells us whether this call created the file, which decides
     // whether a later sync must also make the directory entry durable.
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) return std::make_shared<Fd>(fd, true);
-    if (errno != EEXIST) return Status::FromErrno("create " + path);
+    if (fd >= 0) return std::make_shared<Fd>(fd, true, crc_fd);
+    Status st = Status::FromErrno("create " + path);
+    if (crc_fd >= 0) ::close(crc_fd);
+    if (st.code() != EEXIST) return st;
   }
 }
 
+Result<int> FileObjectStore::OpenSidecar(uint64_t oid, bool create) {
+  std::string path = CrcPathOf(oid);
+  if (!checksums_) {  // crcs we would not keep up to date must not outlive us
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Status::FromErrno("unlink " + path);
+    return -1;
+  }
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+  if (fd >= 0) return fd;
+  if (errno == ENOENT && !create) return -1;  // an object made with checksums off
+  return Status::FromErrno("open " + path);
+}
+
 Status FileObjectStore::SyncFd(uint64_t oid, Fd& fd) {
-  if (::fdatasync(fd.get()) != 0) return Status::FromErrno("fdatasync " + PathOf(oid));
+  if (env_.Fdatasync(fd.get()) != 0) return Status::FromErrno("fdatasync " + PathOf(oid));
+  if (fd.checked() && env_.Fdatasync(fd.crc()) != 0) {
+    return Status::FromErrno("fdatasync " + CrcPathOf(oid));
+  }
   if (!fd.TakeDirDirty()) return Status::Ok();
   Status st = FsyncPath(SubdirOf(oid));
   if (!st.ok()) fd.MarkDirDirty();
@@ -220,11 +240,27 @@ Status FileObjectStore::SyncFd(uint64_t oid, Fd& fd) {
 Result<uint64_t> FileObjectStore::Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest) {
   SFS_RETURN_IF_ERROR(CheckRange(off, dest.size(), EINVAL));
   SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
+  if (fd && fd->checked()) return CheckedRead(oid, *fd, off, dest);
   uint64_t got = 0;
   if (fd) {
-    SFS_ASSIGN_OR_RETURN(got, ReadAll(fd->get(), dest, off));
+    SFS_ASSIGN_OR_RETURN(got, ReadAll(env_, fd->get(), dest, off));
   }
   std::memset(dest.data() + got, 0, dest.size() - got);
+  return got;
+}
+
+// Reads take no lock, so a chunk may be caught between a concurrent
+// mutation's steps; only a mismatch that persists under the lock is corruption.
+Result<uint64_t> FileObjectStore::CheckedRead(uint64_t oid, const Fd& fd, uint64_t off,
+                                              std::span<uint8_t> dest) {
+  CheckedObject obj = Checked(oid, fd);
+  Result<uint64_t> got = obj.Read(off, dest);
+  if (got.ok() || got.status().code() != EIO) return got;
+  {
+    RangeLocks::Guard guard = locks_.Lock(oid, ChunkOf(off), ChunkOf(off + dest.size() - 1));
+    got = obj.Read(off, dest);
+  }
+  if (!got.ok()) LOG_ERROR("OST " << dir_ << " (" << uuid_ << "): " << got.status().message());
   return got;
 }
 
@@ -232,16 +268,23 @@ Status FileObjectStore::Write(uint64_t oid, uint64_t off, std::span<const uint8_
                               bool sync) {
   SFS_RETURN_IF_ERROR(CheckRange(off, data.size(), EFBIG));
   SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/true));
-  SFS_RETURN_IF_ERROR(WriteAll(fd->get(), data.data(), data.size(), off));
+  if (fd->checked() && !data.empty()) {
+    RangeLocks::Guard guard = locks_.Lock(oid, ChunkOf(off), ChunkOf(off + data.size() - 1));
+    SFS_RETURN_IF_ERROR(Checked(oid, *fd).Write(off, data));
+  } else {
+    SFS_RETURN_IF_ERROR(WriteAll(env_, fd->get(), data, off));
+  }
   return sync ? SyncFd(oid, *fd) : Status::Ok();
 }
 
 Status FileObjectStore::Truncate(uint64_t oid, uint64_t size) {
   SFS_RETURN_IF_ERROR(CheckRange(size, 0, EFBIG));
   SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/true));
-  if (::ftruncate(fd->get(), static_cast<off_t>(size)) != 0) {
-    return Status::FromErrno("ftruncate " + PathOf(oid));
+  if (fd->checked()) {  // rare: lock the whole object rather than reason about its size
+    RangeLocks::Guard guard = locks_.Lock(oid, 0, std::numeric_limits<uint64_t>::max());
+    return Checked(oid, *fd).Truncate(size);
   }
+  if (env_.Ftruncate(fd->get(), size) != 0) return Status::FromErrno("ftruncate " + PathOf(oid));
   return Status::Ok();
 }
 
@@ -250,12 +293,16 @@ Status FileObjectStore::Punch(uint64_t oid, uint64_t off, uint64_t len) {
   if (len == 0) return Status::Ok();
   SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
   if (!fd) return Status::Ok();
+  if (!fd->checked()) return PunchData(oid, fd->get(), off, len);
+  RangeLocks::Guard guard = locks_.Lock(oid, ChunkOf(off), ChunkOf(off + len - 1));
+  return Checked(oid, *fd).Punch(off, len, [&] { return PunchData(oid, fd->get(), off, len); });
+}
+
+Status FileObjectStore::PunchData(uint64_t oid, int fd, uint64_t off, uint64_t len) {
   int mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
-  if (::fallocate(fd->get(), mode, static_cast<off_t>(off), static_cast<off_t>(len)) == 0) {
-    return Status::Ok();
-  }
+  if (env_.Fallocate(fd, mode, off, len) == 0) return Status::Ok();
   if (errno != EOPNOTSUPP) return Status::FromErrno("punch " + PathOf(oid));
-  return ZeroRange(fd->get(), off, len);
+  return ZeroRange(fd, off, len);
 }
 
 // Fallback for file systems without hole punching: writes zeros over the part
@@ -267,7 +314,7 @@ Status FileObjectStore::ZeroRange(int fd, uint64_t off, uint64_t len) {
   static const std::vector<uint8_t> zeros(1 << 20);
   for (uint64_t pos = off; pos < end;) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(end - pos, zeros.size()));
-    SFS_RETURN_IF_ERROR(WriteAll(fd, zeros.data(), n, pos));
+    SFS_RETURN_IF_ERROR(WriteAll(env_, fd, {zeros.data(), n}, pos));
     pos += n;
   }
   return Status::Ok();
@@ -288,6 +335,10 @@ Status FileObjectStore::Destroy(uint64_t oid) {
   Status st;
   if (::unlink(PathOf(oid).c_str()) != 0 && errno != ENOENT) {
     st = Status::FromErrno("unlink " + PathOf(oid));
+  }
+  // The sidecar goes second: an object file is never left without it.
+  if (st.ok() && ::unlink(CrcPathOf(oid).c_str()) != 0 && errno != ENOENT) {
+    st = Status::FromErrno("unlink " + CrcPathOf(oid));
   }
   cache_.Erase(oid);
   return st;

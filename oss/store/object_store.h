@@ -13,6 +13,15 @@
 // The file-backed implementation keeps each object as a file
 // `<ost>/objects/<oid % 256 as 2 hex digits>/<oid as 16 hex digits>` and the
 // OST's identity in `<ost>/ost_uuid` (32 hex digits, created on first open).
+//
+// End-to-end integrity on disk: with checksums on (the default) each object
+// created gets a sidecar `<oid as 16 hex digits>.crc` holding a crc32c per
+// 4 KiB chunk (format in crc_sidecar.h, protocol in checked_object.h). A read
+// that meets a chunk not matching its crc fails with EIO and logs the object
+// and offset; it never returns the bad bytes. Objects without a sidecar
+// (created with checksums off) are read and written unchecked; a store opened
+// with checksums off removes an object's sidecar when it first opens it, so a
+// later checksummed store never sees stale crcs.
 #pragma once
 
 #include <cstdint>
@@ -71,8 +80,13 @@ class ObjectStore {
   virtual Result<OstSpace> Statfs() = 0;
 };
 
+class Env;
+
 struct FileStoreOptions {
-  size_t fd_cache_capacity = 1024;  // open object files kept across requests
+  size_t fd_cache_capacity = 1024;  // open descriptors kept across requests (2 per object
+                                    // with checksums: data and sidecar)
+  bool checksums = true;            // keep and verify per-chunk crcs (see above)
+  Env* env = nullptr;               // system calls of the data path; null = DefaultEnv()
 };
 
 // Opens (creating if needed) the OST directory `dir`: its objects/ tree and
