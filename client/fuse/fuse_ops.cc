@@ -122,6 +122,9 @@ void FuseOps::OnInit(fuse_conn_info* conn) {
   conn->max_background = 64;
   conn->congestion_threshold = 48;
   conn->time_gran = 1;
+  // The kernel takes the smaller of this and the mount's read_ahead_kb,
+  // which main() has raised to the same value (see bdi.h).
+  if (opts_.max_readahead != 0) conn->max_readahead = opts_.max_readahead;
   auto want = [conn](unsigned cap) {
     if (conn->capable & cap) conn->want |= cap;
   };

@@ -57,6 +57,7 @@ struct FuseOptions {
   uint32_t max_write = 1u << 20;
   bool splice_write = false;       // reply read data through a pipe
   uint32_t readdir_page = 512;     // entries per libsfs Readdir call
+  uint32_t max_readahead = 0;      // bytes; 0 = what the kernel proposes
 };
 
 class FuseOps {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "client/fuse/bdi.h"
 #include "client/fuse/fuse_ops.h"
 #include "client/fuse/mount_args.h"
 #include "common/log.h"
@@ -164,6 +165,13 @@ int Run(const MountArgs& a) {
   int code = 1;
   if (fuse_set_signal_handlers(se) == 0) {
     if (fuse_session_mount(se, real) == 0) {
+      if (a.read_ahead_kb != 0) {
+        Status st = SetReadAheadKb(real, a.read_ahead_kb);
+        // Only root may write the knob; other users simply keep the default.
+        if (!st.ok() && geteuid() == 0) {
+          LOG_WARN("readahead left at the kernel's default: " << st.ToString());
+        }
+      }
       daemon.Ready();
       LOG_INFO("mounted " << a.mds_address << " on " << real);
       code = Serve(se, a);

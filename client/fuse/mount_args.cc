@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <string_view>
 
 namespace sfs::fuse {
@@ -20,7 +21,9 @@ struct RawArgs {
   unsigned connect_timeout_ms = 5000;
   unsigned max_threads = 64;
   unsigned max_idle_threads = 10;
+  unsigned read_ahead_kb = 4096;
   int splice_write = 0;
+  char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
   // Set by the callback.
   MountArgs* out = nullptr;
   int nonopts = 0;
@@ -38,7 +41,9 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("connect_timeout_ms=%u", connect_timeout_ms, 0),
     SFS_OPT("max_threads=%u", max_threads, 0),
     SFS_OPT("max_idle_threads=%u", max_idle_threads, 0),
+    SFS_OPT("read_ahead_kb=%u", read_ahead_kb, 0),
     SFS_OPT("splice_write", splice_write, 1),
+    SFS_OPT("transport=%s", transport, 0),
     FUSE_OPT_KEY("-f", kKeyForeground),
     FUSE_OPT_KEY("-d", kKeyDebug),
     FUSE_OPT_KEY("debug", kKeyDebug),
@@ -110,8 +115,13 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.client.mds_address = out.mds_address;
   out.client.rpc_timeout = std::chrono::milliseconds(raw.rpc_timeout_ms);
   out.client.connect_timeout = std::chrono::milliseconds(raw.connect_timeout_ms);
+  if (raw.transport != nullptr) {
+    SFS_ASSIGN_OR_RETURN(out.client.transport, client::ParseTransport(raw.transport));
+  }
   out.max_threads = raw.max_threads;
   out.max_idle_threads = raw.max_idle_threads;
+  out.read_ahead_kb = raw.read_ahead_kb;
+  out.fuse.max_readahead = raw.read_ahead_kb * 1024;
   return Status::Ok();
 }
 
@@ -127,6 +137,7 @@ Result<MountArgs> ParseMountArgs(int argc, const char* const* argv) {
     return Status(EINVAL, raw.error.empty() ? "bad options" : raw.error);
   }
   Status st = Finish(raw, out);
+  std::free(raw.transport);
   if (st.ok()) {
     out.fuse_argv.push_back(argc > 0 ? argv[0] : "sfs-mount");
     out.fuse_argv.push_back("-o");
@@ -152,7 +163,10 @@ std::string MountUsage() {
          "  -o connect_timeout_ms=N give up reaching the MDS at mount after N ms (default 5000)\n"
          "  -o max_threads=N        FUSE worker threads at most (default 64)\n"
          "  -o max_idle_threads=N   idle workers kept (default 10)\n"
+         "  -o read_ahead_kb=N      kernel readahead per file, KiB (default 4096; 0 keeps\n"
+         "                          the kernel's 128): wide enough to read several stripes at once\n"
          "  -o splice_write         hand read data to the kernel through a pipe\n"
+         "  -o transport=MODE       auto (default: RDMA per server when it answers), tcp, rdma\n"
          "  other -o options go to libfuse (max_read=N, fsname=, ...)\n";
 }
 

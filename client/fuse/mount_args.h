@@ -2,6 +2,7 @@
 //
 // Options of our own (attr_timeout=, entry_timeout=, file_attr_timeout=,
 // rpc_timeout_ms=, connect_timeout_ms=, max_threads=, max_idle_threads=,
+// read_ahead_kb=,
 // splice_write) are taken out; every other -o option (allow_other, ro,
 // max_read=, debug, ...) is handed to libfuse, after the defaults we add
 // (default_permissions, fsname=HOST:PORT, subtype=sfs: the mount shows as
@@ -29,6 +30,7 @@ struct MountArgs {
   client::Options client;
   unsigned max_threads = 64;       // FUSE workers at most (requests in flight)
   unsigned max_idle_threads = 10;  // idle workers kept
+  unsigned read_ahead_kb = 4096;   // kernel readahead window; 0 = kernel default
   // For fuse_session_new: argv[0], then the -o options.
   std::vector<std::string> fuse_argv;
 };

@@ -65,6 +65,20 @@ TEST(MountArgsTest, BadCommandLinesAreEinval) {
   }
 }
 
+TEST(MountArgsTest, TransportOptionReachesLibsfsAndIsNotPassedToLibfuse) {
+  Result<MountArgs> a = Parse({"h:1", "/m", "-o", "transport=tcp"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->client.transport, client::Transport::kTcp);
+  EXPECT_EQ(Joined(a->fuse_argv).find("transport"), std::string::npos);
+  a = Parse({"h:1", "/m", "-o", "transport=rdma"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->client.transport, client::Transport::kRdma);
+  a = Parse({"h:1", "/m"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->client.transport, client::Transport::kAuto);
+  EXPECT_EQ(Parse({"h:1", "/m", "-o", "transport=ib"}).status().code(), EINVAL);
+}
+
 TEST(MountArgsTest, HelpNeedsNothingElse) {
   Result<MountArgs> a = Parse({"--help"});
   ASSERT_TRUE(a.ok());
