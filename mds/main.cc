@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/rpc/listeners.h"
 #include "common/rpc/rpc.h"
 #include "mds/namespace/destroy_queue.h"
 #include "mds/namespace/namespace.h"
@@ -30,13 +31,15 @@ namespace sfs::mds {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N]";
+    "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
+    "[--transport=auto|tcp|rdma]";
 
 struct Flags {
   std::string data;
   std::string listen;
   int64_t client_timeout_ms = 30000;
   int64_t ost_timeout_ms = 5000;
+  rpc::TransportMode transport = rpc::TransportMode::kAuto;
 };
 
 [[noreturn]] void UsageError(const std::string& why) {
@@ -55,8 +58,16 @@ Flags ParseFlags(int argc, char** argv) {
   Flags f;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (i + 1 >= argc) UsageError("missing value for " + a);
-    const char* v = argv[++i];
+    std::string value;  // "--flag=value" as well as "--flag value"
+    if (size_t eq = a.find('='); eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a.resize(eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      UsageError("missing value for " + a);
+    }
+    const char* v = value.c_str();
     if (a == "--data") {
       f.data = v;
     } else if (a == "--listen") {
@@ -65,6 +76,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.client_timeout_ms = ParseMs(a, v);
     } else if (a == "--ost-timeout-ms") {
       f.ost_timeout_ms = ParseMs(a, v);
+    } else if (a == "--transport") {
+      if (!rpc::ParseTransportMode(v, &f.transport)) UsageError("bad value for --transport");
     } else {
       UsageError("unknown flag " + a);
     }
@@ -147,18 +160,19 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   sopts.port = port;
   sopts.io_threads = 2;
   sopts.worker_threads = 8;
-  auto server = rpc::StartTcpServer(sopts, &service);
+  auto server = rpc::Listeners::Start(sopts, &service, flags.transport);
   if (!server.ok()) {
     LOG_ERROR("listening on " << flags.listen << ": " << server.status().ToString());
     return 1;
   }
-  std::printf("LISTENING %s:%u\n", host.c_str(), static_cast<unsigned>((*server)->port()));
+  LOG_INFO(server->Summary());
+  std::printf("LISTENING %s:%u\n", host.c_str(), static_cast<unsigned>(server->port()));
   std::fflush(stdout);
-  LOG_INFO("serving on " << host << ":" << (*server)->port());
+  LOG_INFO("serving on " << host << ":" << server->port());
   int sig = 0;
   sigwait(&stop_signals, &sig);
   LOG_INFO("signal " << sig << ": stopping");
-  (*server)->Stop();
+  server->Stop();
   queue.Stop();
   return 0;
 }

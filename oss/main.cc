@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/rpc/listeners.h"
 #include "common/rpc/rpc.h"
 #include "oss/registrar/advertise.h"
 #include "oss/registrar/registrar.h"
@@ -28,7 +29,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: sfs-oss --mds HOST:PORT --ost DIR [--ost DIR ...] --listen HOST:PORT "
-    "[--heartbeat-ms N] [--workers N] [--io-threads N] [--checksums=on|off]";
+    "[--heartbeat-ms N] [--workers N] [--io-threads N] [--checksums=on|off] "
+    "[--transport=auto|tcp|rdma]";
 
 struct Flags {
   std::string mds;
@@ -38,6 +40,7 @@ struct Flags {
   int workers = 8;
   int io_threads = 2;
   bool checksums = true;  // per-chunk crcs on disk (FileStoreOptions::checksums)
+  rpc::TransportMode transport = rpc::TransportMode::kAuto;
 };
 
 bool ParseInt(const std::string& s, int lo, int hi, int* out) {
@@ -69,6 +72,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (arg == "--io-threads" && ParseInt(value, 1, 64, &f->io_threads)) continue;
     else if (arg == "--checksums" && (value == "on" || value == "off"))
       f->checksums = value == "on";
+    else if (arg == "--transport" && rpc::ParseTransportMode(value, &f->transport)) continue;
     else return false;
   }
   std::string host;
@@ -116,9 +120,10 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   (void)rpc::ParseAddress(flags.listen, &sopts.host, &sopts.port);  // checked by ParseFlags
   sopts.worker_threads = flags.workers;
   sopts.io_threads = flags.io_threads;
-  Result<std::unique_ptr<rpc::Server>> server = rpc::StartTcpServer(sopts, &service);
+  Result<rpc::Listeners> server = rpc::Listeners::Start(sopts, &service, flags.transport);
   if (!server.ok()) return Fail(server.status());
-  Result<std::string> self = AdvertiseAddress(sopts.host, (*server)->port(), flags.mds);
+  LOG_INFO(server->Summary());
+  Result<std::string> self = AdvertiseAddress(sopts.host, server->port(), flags.mds);
   if (!self.ok()) return Fail(self.status());
 
   std::vector<ObjectStore*> raw;
@@ -145,7 +150,7 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   sigwait(&signals, &sig);
   LOG_INFO("signal " << sig << ": stopping");
   registrar.Stop();
-  (*server)->Stop();
+  server->Stop();
   return 0;
 }
 

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "client/lib/channel_factory.h"
 #include "client/lib/client.h"
 #include "client/lib/io.h"
 #include "client/lib/keepalive.h"
@@ -74,6 +75,7 @@ class Client::Impl {
   // Declaration order is teardown order reversed: the keepalive stops first,
   // the IoContext goes last (channels must not outlive it).
   std::unique_ptr<rpc::IoContext> io;
+  std::unique_ptr<ChannelFactory> channels;  // TCP or RDMA per peer (Options::transport)
   std::unique_ptr<MdsClient> mds;
   std::unique_ptr<OssPool> pool;
   std::unique_ptr<Striper> striper;
@@ -197,14 +199,16 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   auto impl = std::make_unique<Impl>();
   impl->opts = opts;
   impl->io = rpc::IoContext::Create(std::max(1, opts.io_threads));
-  impl->mds = std::make_unique<MdsClient>(impl->io->MakeTcpChannel(opts.mds_address),
-                                          NewClientId(), opts.rpc_timeout);
+  SFS_ASSIGN_OR_RETURN(impl->channels, ChannelFactory::Create(opts.transport, impl->io.get()));
+  impl->mds = std::make_unique<MdsClient>(
+      impl->channels->Make(opts.mds_address, rpc::kServiceMds).channel, NewClientId(),
+      opts.rpc_timeout);
   st = impl->mds->Ping(opts.connect_timeout);
   if (!st.ok()) {
     int code = st.code() == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
     return Status(code, "cannot reach MDS at " + opts.mds_address + ": " + st.ToString());
   }
-  impl->pool = std::make_unique<OssPool>(impl->io.get(), impl->mds.get());
+  impl->pool = std::make_unique<OssPool>(impl->channels.get(), impl->mds.get());
   st = impl->pool->Refresh();
   if (!st.ok()) return Status(st.code(), "cannot fetch the OST map: " + st.ToString());
   MdsClient* mds = impl->mds.get();
@@ -401,7 +405,11 @@ Status Client::SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bo
   return impl_->mds->SetLayout(c, ino, spec, clear);
 }
 
-Result<std::vector<OstStatus>> Client::ListOsts() { return impl_->mds->GetOstMap(); }
+Result<std::vector<OstStatus>> Client::ListOsts() {
+  SFS_ASSIGN_OR_RETURN(std::vector<OstStatus> osts, impl_->mds->GetOstMap());
+  for (OstStatus& o : osts) o.transport = impl_->pool->TransportOf(o.address);
+  return osts;
+}
 
 Result<std::vector<PoolInfo>> Client::ListPools(std::string_view name) {
   return impl_->mds->Pool(nullptr, PoolOp::kList, name, {});

@@ -33,11 +33,17 @@ namespace sfs::client {
 
 inline constexpr uint64_t kRootIno = 1;
 
+// How libsfs reaches the MDS and each OSS (issue 7). kAuto: RDMA when this
+// host has an active verbs device and the peer answers over RDMA within a
+// short probe, TCP otherwise, chosen per peer and logged.
+enum class Transport { kAuto, kTcp, kRdma };
+
 struct Options {
   std::string mds_address;                         // "host:port"
   std::chrono::milliseconds rpc_timeout{30000};    // per RPC, MDS and OSS
   std::chrono::milliseconds connect_timeout{5000}; // Connect() gives up after this
   int io_threads = 2;
+  Transport transport = Transport::kAuto;
 };
 
 // On whose behalf a call is made; checked by the MDS.
@@ -120,6 +126,9 @@ struct OstStatus {
   bool up = false;
   uint64_t total_bytes = 0, free_bytes = 0, avail_bytes = 0;
   int64_t last_heartbeat_ms = 0;
+  // How this client's connection to the OSS goes: "tcp", "rdma", or "-" when
+  // it has no channel to that address (yet).
+  std::string transport = "-";
 };
 
 // An OST pool: a named set of OSTs that layouts may name (LayoutSpec::pool).
@@ -244,6 +253,10 @@ class Client {
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// "auto" / "tcp" / "rdma" → Transport. EINVAL on anything else.
+Result<Transport> ParseTransport(std::string_view s);
+const char* TransportName(Transport t);
 
 // "1M" / "64K" / "2G" / "4096" → bytes. EINVAL on junk.
 Result<uint64_t> ParseSize(std::string_view s);

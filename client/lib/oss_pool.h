@@ -7,6 +7,11 @@
 // never destroyed before the pool, so a Channel* handed out stays valid while
 // other threads refresh the map.
 //
+// Channels come from a ChannelFactory (TCP or RDMA per peer, issue 7) or,
+// with the IoContext constructor, are TCP. New channels are made outside mu_
+// (an auto-transport probe may take a moment) and the pool remembers which
+// transport each address got, for `sfs servers`.
+//
 // Thread safety: all methods may be called concurrently. No lock is held
 // across an RPC; concurrent refreshes of the same map generation collapse into one.
 #pragma once
@@ -23,12 +28,15 @@
 
 namespace sfs::client {
 
+class ChannelFactory;
 class MdsClient;
 
 class OssPool {
  public:
   // REQUIRES: io and mds outlive the pool.
   OssPool(rpc::IoContext* io, MdsClient* mds);
+  // REQUIRES: factory and mds outlive the pool.
+  OssPool(ChannelFactory* factory, MdsClient* mds);
   ~OssPool();
 
   // Fetches the OST map now.
@@ -43,16 +51,20 @@ class OssPool {
   Result<rpc::Channel*> ChannelFor(uint32_t ost);
   // The channel the current map has for `ost`, or null; never calls the MDS.
   rpc::Channel* Find(uint32_t ost) const;
+  // "tcp"/"rdma" for the channel to this OSS address, "-" if there is none.
+  std::string TransportOf(const std::string& address) const;
 
  private:
   Status RefreshLocked();  // REQUIRES: refresh_mu_ held
 
-  rpc::IoContext* const io_;
+  rpc::IoContext* const io_;        // null when factory_ is set
+  ChannelFactory* const factory_ = nullptr;
   MdsClient* const mds_;
   std::mutex refresh_mu_;  // serializes refreshes; never taken under mu_
   mutable std::mutex mu_;
   std::unordered_map<uint32_t, std::string> ost_addr_;                  // GUARDED_BY(mu_)
   std::map<std::string, std::unique_ptr<rpc::Channel>> channels_;      // GUARDED_BY(mu_)
+  std::map<std::string, std::string> transports_;                       // GUARDED_BY(mu_)
   uint64_t generation_ = 0;                                            // GUARDED_BY(mu_)
 };
 

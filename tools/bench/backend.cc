@@ -15,7 +15,7 @@ Result<Api> ParseApi(std::string_view s) {
 const char* ApiName(Api api) { return api == Api::kSfs ? "SFS" : "POSIX"; }
 
 Result<std::unique_ptr<Backend>> MakeBackend(const BackendOptions& opts) {
-  if (opts.api == Api::kSfs) return MakeSfsBackend(opts.mds);
+  if (opts.api == Api::kSfs) return MakeSfsBackend(opts.mds, opts.transport);
   return MakePosixBackend();
 }
 

@@ -33,6 +33,7 @@ const char* ApiName(Api api);
 struct BackendOptions {
   Api api = Api::kPosix;
   std::string mds;  // "host:port"; REQUIRES: non-empty iff api == kSfs
+  std::string transport = "auto";  // libsfs transport for kSfs: auto, tcp or rdma
 };
 
 // An open file. Close() reports errors; a file destroyed unclosed is closed
@@ -70,7 +71,8 @@ class Backend {
 // Connects (SFS) or just wraps the syscalls (POSIX).
 Result<std::unique_ptr<Backend>> MakeBackend(const BackendOptions& opts);
 std::unique_ptr<Backend> MakePosixBackend();
-Result<std::unique_ptr<Backend>> MakeSfsBackend(const std::string& mds);
+Result<std::unique_ptr<Backend>> MakeSfsBackend(const std::string& mds,
+                                                const std::string& transport = "auto");
 
 // The directory part of path ("." for a bare name, "/" for "/x").
 std::string ParentDir(const std::string& path);

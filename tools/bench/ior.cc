@@ -198,9 +198,13 @@ int TaskMain(const IorOptions& o, TaskContext& ctx) {
 }
 
 // Before forking: the test file's directory must exist (for -a SFS this
-// also proves the MDS answers). The backend is gone before fork().
+// also proves the MDS answers). The backend is gone before fork(), and it
+// uses TCP: verbs state (device, protection domain) must not be inherited
+// by the forked tasks, which open their own RDMA connections.
 Status Preflight(const IorOptions& o) {
-  SFS_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, MakeBackend(o.backend));
+  BackendOptions tcp = o.backend;
+  tcp.transport = "tcp";
+  SFS_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, MakeBackend(tcp));
   std::string dir = ParentDir(o.path);
   Result<BenchStat> st = b->Stat(dir);
   if (!st.ok()) return Status(st.status().code(), "-o " + o.path + ": " + st.status().message());

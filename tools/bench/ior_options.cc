@@ -2,6 +2,7 @@
 // one-line error before any I/O), usage text and the run's parameter list.
 #include <cstdio>
 
+#include "client/lib/client.h"
 #include "tools/bench/args.h"
 #include "tools/bench/ior.h"
 
@@ -19,6 +20,7 @@ struct RawIor {
 void Register(ArgParser& p, IorOptions& o, RawIor& raw) {
   p.Text("-a", &raw.api, "API: POSIX (syscalls on a path: a mount, any dir) or SFS (libsfs)");
   p.Text("--mds", &o.backend.mds, "HOST:PORT of the MDS, for -a SFS");
+  p.Text("--transport", &o.backend.transport, "libsfs transport for -a SFS: auto, tcp, rdma [auto]");
   p.Flag("-F", &raw.fpp, "file per process (else one shared file, N-to-1 strided)");
   p.Size("-b", &o.geom.block, "block size: contiguous bytes per task per segment [1M]");
   p.Size("-t", &o.geom.transfer, "transfer size: bytes per I/O call [256K]");
@@ -56,11 +58,14 @@ Status CheckCombinations(const IorOptions& o) {
   if (o.verify_write && !o.write) return Status(EINVAL, "-W checks the write phase: add -w");
   if (o.backend.api == Api::kSfs) {
     if (o.backend.mds.empty()) return Status(EINVAL, "-a SFS needs --mds HOST:PORT");
+    SFS_RETURN_IF_ERROR(client::ParseTransport(o.backend.transport).status());
     if (o.path.empty() || o.path[0] != '/') {
       return Status(EINVAL, "-o with -a SFS is a path inside the file system, starting with /");
     }
   } else if (!o.backend.mds.empty()) {
     return Status(EINVAL, "--mds is for -a SFS");
+  } else if (o.backend.transport != "auto") {
+    return Status(EINVAL, "--transport is for -a SFS");
   }
   return Status::Ok();
 }
@@ -115,6 +120,7 @@ std::vector<Param> IorParams(const IorOptions& o) {
   return {
       {"api", ApiName(o.backend.api)},
       {"mds", o.backend.mds},
+      {"transport", o.backend.api == Api::kSfs ? o.backend.transport : ""},
       {"test_file", o.path},
       {"access", g.file_per_process ? "file-per-process" : "single-shared-file"},
       {"ordering", o.random ? "random" : "sequential"},

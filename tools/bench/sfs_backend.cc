@@ -169,10 +169,12 @@ class SfsBackend final : public Backend {
 
 }  // namespace
 
-Result<std::unique_ptr<Backend>> MakeSfsBackend(const std::string& mds) {
+Result<std::unique_ptr<Backend>> MakeSfsBackend(const std::string& mds,
+                                                const std::string& transport) {
   if (mds.empty()) return Status(EINVAL, "-a SFS needs --mds HOST:PORT");
   client::Options opts;
   opts.mds_address = mds;
+  SFS_ASSIGN_OR_RETURN(opts.transport, client::ParseTransport(transport));
   SFS_ASSIGN_OR_RETURN(std::unique_ptr<Client> c, Client::Connect(opts));
   return std::unique_ptr<Backend>(new SfsBackend(std::move(c)));
 }

@@ -144,18 +144,19 @@ int RunServers(int argc, char** argv) {
                        std::chrono::system_clock::now().time_since_epoch()).count();
   std::ostringstream os;
   if (a.g.json) os << "{\"mds\":" << JsonString((*t)->mds()) << ",\"osts\":[";
-  else os << "MDS " << (*t)->mds() << "\n" << "OST   UUID                              ADDRESS                STATE  HEARTBEAT  AVAIL\n";
+  else os << "MDS " << (*t)->mds() << "\n" << "OST   UUID                              ADDRESS                STATE  HEARTBEAT  AVAIL      TRANSPORT\n";
   for (size_t i = 0; i < osts->size(); ++i) {
     const auto& o = (*osts)[i];
     double age = o.last_heartbeat_ms ? (now_ms - o.last_heartbeat_ms) / 1000.0 : -1;
     if (a.g.json) {
       os << (i ? "," : "") << "{\"index\":" << o.index << ",\"uuid\":" << JsonString(o.uuid)
          << ",\"address\":" << JsonString(o.address) << ",\"up\":" << (o.up ? "true" : "false")
-         << ",\"heartbeat_age_s\":" << age << ",\"avail\":" << o.avail_bytes << ",\"transport\":\"tcp\"}";
+         << ",\"heartbeat_age_s\":" << age << ",\"avail\":" << o.avail_bytes << ",\"transport\":" << JsonString(o.transport) << "}";
     } else {
       char line[256];
-      std::snprintf(line, sizeof(line), "%-5u %-33s %-22s %-6s %8.1fs  %s\n", o.index, o.uuid.c_str(),
-                    o.address.c_str(), o.up ? "UP" : "DOWN", age, HumanSize(o.avail_bytes).c_str());
+      std::snprintf(line, sizeof(line), "%-5u %-33s %-22s %-6s %8.1fs  %-10s %s\n", o.index,
+                    o.uuid.c_str(), o.address.c_str(), o.up ? "UP" : "DOWN", age,
+                    HumanSize(o.avail_bytes).c_str(), o.transport.c_str());
       os << line;
     }
   }
