@@ -92,7 +92,11 @@ FuseOps::FuseOps(std::unique_ptr<client::Client> client, FuseOptions opts)
     : client_(std::move(client)), opts_(opts) {}
 
 double FuseOps::AttrTimeout(uint32_t mode) const {
-  return S_ISREG(mode) ? opts_.file_attr_timeout : opts_.attr_timeout;
+  return S_ISDIR(mode) ? opts_.attr_timeout : opts_.file_attr_timeout;
+}
+
+double FuseOps::EntryTimeout(uint32_t mode) const {
+  return S_ISDIR(mode) ? opts_.entry_timeout : opts_.file_entry_timeout;
 }
 
 fuse_entry_param FuseOps::EntryParam(const client::Attr& a) const {
@@ -101,7 +105,7 @@ fuse_entry_param FuseOps::EntryParam(const client::Attr& a) const {
   e.generation = a.generation;
   e.attr = a.ToStat();
   e.attr_timeout = AttrTimeout(a.mode);
-  e.entry_timeout = opts_.entry_timeout;
+  e.entry_timeout = EntryTimeout(a.mode);
   return e;
 }
 

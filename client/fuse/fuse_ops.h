@@ -12,16 +12,18 @@
 // page-cache rule below.
 //
 // Caching, chosen for many mounts of one file system (each a training node):
-// - Positive entries live entry_timeout; negative entries are not cached
-//   (ENOENT is an error reply), so a name created elsewhere is seen at once.
-// - Attributes of directories, symlinks and devices live attr_timeout. Those
-//   of regular files live file_attr_timeout, 0 by default: with
-//   default_permissions the kernel checks permission at every open, and an
-//   expired inode makes that check fetch fresh attributes, so open sees the
-//   size another node extended the file to (no premature EOF, and O_APPEND
-//   appends at the true end). AUTO_INVAL_DATA is off so that those expired
-//   attributes do not cost a GETATTR on every read(); reads refresh the size
-//   only when they pass the cached end.
+// - Directories: their entries live entry_timeout and their attributes
+//   attr_timeout, so path walks do not ask the MDS for every component.
+// - Everything else (files, symlinks, devices): entries and attributes live
+//   file_entry_timeout / file_attr_timeout, 0 by default. So every open and
+//   stat looks the name up afresh: a name renamed or unlinked on another node
+//   is gone here at once, and open sees the size another node extended the
+//   file to (no premature EOF, and O_APPEND appends at the true end). That
+//   costs one LOOKUP per open or stat, as the GETATTR of NFS's close-to-open
+//   does. AUTO_INVAL_DATA is off so that expired attributes do not cost a
+//   GETATTR on every read(); reads refresh the size only past the cached end.
+// - Negative entries are not cached (ENOENT is an error reply), so a name
+//   created elsewhere is seen at once.
 // - Page cache: kept at open (keep_cache) iff the file's mtime and size at
 //   the MDS equal those seen by the previous open through this mount
 //   (close-to-open); otherwise the kernel drops the pages. No writeback
@@ -51,9 +53,10 @@
 namespace sfs::fuse {
 
 struct FuseOptions {
-  double entry_timeout = 1.0;      // seconds, positive dentries
-  double attr_timeout = 1.0;       // seconds, non-regular inodes
-  double file_attr_timeout = 0.0;  // seconds, regular files (see above)
+  double entry_timeout = 1.0;       // seconds: entries naming directories
+  double attr_timeout = 1.0;        // seconds: attributes of directories
+  double file_entry_timeout = 0.0;  // seconds: entries naming anything else
+  double file_attr_timeout = 0.0;   // seconds: attributes of anything else
   uint32_t max_write = 1u << 20;
   bool splice_write = false;       // reply read data through a pipe
   uint32_t readdir_page = 512;     // entries per libsfs Readdir call
@@ -112,6 +115,7 @@ class FuseOps {
 
  private:
   double AttrTimeout(uint32_t mode) const;
+  double EntryTimeout(uint32_t mode) const;
   fuse_entry_param EntryParam(const client::Attr& a) const;
   // Replies with an entry for a, counting the lookup.
   void ReplyEntry(fuse_req_t req, const client::Attr& a);

@@ -17,6 +17,7 @@ struct RawArgs {
   double attr_timeout = 1.0;
   double entry_timeout = 1.0;
   double file_attr_timeout = 0.0;
+  double file_entry_timeout = 0.0;
   unsigned rpc_timeout_ms = 30000;
   unsigned connect_timeout_ms = 5000;
   unsigned max_threads = 64;
@@ -37,6 +38,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("attr_timeout=%lf", attr_timeout, 0),
     SFS_OPT("entry_timeout=%lf", entry_timeout, 0),
     SFS_OPT("file_attr_timeout=%lf", file_attr_timeout, 0),
+    SFS_OPT("file_entry_timeout=%lf", file_entry_timeout, 0),
     SFS_OPT("rpc_timeout_ms=%u", rpc_timeout_ms, 0),
     SFS_OPT("connect_timeout_ms=%u", connect_timeout_ms, 0),
     SFS_OPT("max_threads=%u", max_threads, 0),
@@ -102,7 +104,8 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   if (out.help) return Status::Ok();
   if (raw.nonopts < 2) return Status(EINVAL, "need HOST:PORT and MOUNTPOINT");
   SFS_RETURN_IF_ERROR(CheckAddress(out.mds_address));
-  if (raw.attr_timeout < 0 || raw.entry_timeout < 0 || raw.file_attr_timeout < 0) {
+  if (raw.attr_timeout < 0 || raw.entry_timeout < 0 || raw.file_attr_timeout < 0 ||
+      raw.file_entry_timeout < 0) {
     return Status(EINVAL, "cache timeouts must be >= 0");
   }
   if (raw.rpc_timeout_ms == 0 || raw.connect_timeout_ms == 0 || raw.max_threads == 0) {
@@ -111,6 +114,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.fuse.attr_timeout = raw.attr_timeout;
   out.fuse.entry_timeout = raw.entry_timeout;
   out.fuse.file_attr_timeout = raw.file_attr_timeout;
+  out.fuse.file_entry_timeout = raw.file_entry_timeout;
   out.fuse.splice_write = raw.splice_write != 0;
   out.client.mds_address = out.mds_address;
   out.client.rpc_timeout = std::chrono::milliseconds(raw.rpc_timeout_ms);
@@ -155,10 +159,12 @@ std::string MountUsage() {
          "  -d, -o debug            foreground, trace every FUSE request\n"
          "  -o allow_other          let other users in (root, or user_allow_other)\n"
          "  -o ro                   mount read-only\n"
-         "  -o entry_timeout=SECS   cache names (default 1)\n"
-         "  -o attr_timeout=SECS    cache attributes of directories and symlinks (default 1)\n"
-         "  -o file_attr_timeout=SECS  cache attributes of regular files (default 0: every\n"
-         "                          open sees the size other nodes wrote; >0 trades that away)\n"
+         "  -o entry_timeout=SECS   cache names of directories (default 1)\n"
+         "  -o attr_timeout=SECS    cache attributes of directories (default 1)\n"
+         "  -o file_entry_timeout=SECS, file_attr_timeout=SECS\n"
+         "                          the same for files, symlinks, devices (default 0: every\n"
+         "                          open and stat sees renames, unlinks and sizes of other\n"
+         "                          nodes at once; >0 trades that away for fewer MDS calls)\n"
          "  -o rpc_timeout_ms=N     give up on an MDS/OSS request after N ms (default 30000)\n"
          "  -o connect_timeout_ms=N give up reaching the MDS at mount after N ms (default 5000)\n"
          "  -o max_threads=N        FUSE worker threads at most (default 64)\n"

@@ -1,6 +1,7 @@
 // sfs-mount's command line: `sfs-mount HOST:PORT MOUNTPOINT [-f] [-d] [-o opt,...]`.
 //
 // Options of our own (attr_timeout=, entry_timeout=, file_attr_timeout=,
+// file_entry_timeout=,
 // rpc_timeout_ms=, connect_timeout_ms=, max_threads=, max_idle_threads=,
 // read_ahead_kb=,
 // splice_write) are taken out; every other -o option (allow_other, ro,
