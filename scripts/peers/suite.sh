@@ -1,0 +1,168 @@
+# The benchmark suite that bench-peers.sh runs on every mount, and the table it prints.
+# Sourced by scripts/bench-peers.sh (uses its DIR, RESULTS, QUICK, BUILD, log, ...).
+#
+# Every workload is sfs-bench -a POSIX with 4 tasks. Before each read phase the peer's
+# client is remounted (NAME_remount, where the peer has one: FUSE clients such as
+# ceph-fuse keep data caches of their own that drop_caches does not reach) and the
+# kernel's caches are dropped. Each step's JSON goes to RESULTS/NAME/STEP.json.
+
+NTASKS=4
+
+suite_sizes() {
+  if [ $QUICK = 1 ]; then
+    FPP_B=16M; RAND_B=4M; SHARED_SEG=8; UNAL_SEG=64; MD_N=100
+  else
+    FPP_B=256M; RAND_B=32M; SHARED_SEG=64; UNAL_SEG=512; MD_N=1000
+  fi
+  STEP_TIMEOUT=${STEP_TIMEOUT:-600}
+}
+
+# find_bench: sets BENCH to sfs-bench, building it (and the daemons) when missing.
+find_bench() {
+  local targets="mds/sfs-mds oss/sfs-oss client/fuse/sfs-mount tools/sfs-bench" t missing=0
+  for t in $targets; do [ -x "$BUILD/$t" ] || missing=1; done
+  if [ $missing = 1 ]; then
+    log "building StripeFS into $BUILD (the four binaries this needs)"
+    need_pkgs meson ninja-build
+    [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" "$ROOT" --buildtype=release >>"$DIR/logs/build.log"
+    # shellcheck disable=SC2086
+    ninja -C "$BUILD" -j"${NINJA_JOBS:-2}" $targets >>"$DIR/logs/build.log" 2>&1 ||
+      die "build failed; see $DIR/logs/build.log"
+  fi
+  BENCH="$BUILD/tools/sfs-bench"
+}
+
+# cold NAME MNT: remount the peer's client and drop the kernel's caches.
+cold() {
+  if declare -F "${1}_remount" >/dev/null; then
+    "${1}_remount" "$2" >>"$DIR/logs/$1.setup.log" 2>&1 || { log "$1: remount failed"; return 1; }
+  fi
+  sync
+  echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+}
+
+# step NAME KEY ARGS...: one sfs-bench run, JSON into RESULTS/NAME/KEY.json. A failure is
+# noted in RESULTS/NAME/error and the suite goes on with the next step.
+step() {
+  local name=$1 key=$2 rc=0 t0=$SECONDS; shift 2
+  # Never benchmark the directory under a mount that went away.
+  if [ "$name" != local ] && ! mountpoint -q "$DIR/mnt/$name"; then
+    log "$name: $key skipped: $DIR/mnt/$name is not mounted"
+    echo "$key: not mounted" >>"$RESULTS/$name/error"
+    return 1
+  fi
+  echo "$ $BENCH $*" >>"$DIR/logs/$name.suite.log"
+  timeout -s INT -k 30 "$STEP_TIMEOUT" "$BENCH" "$@" --json \
+    >"$RESULTS/$name/$key.json" 2>>"$DIR/logs/$name.suite.log" || rc=$?
+  if [ $rc != 0 ]; then
+    log "$name: $key failed (exit $rc; see $DIR/logs/$name.suite.log)"
+    echo "$key: exit $rc" >>"$RESULTS/$name/error"
+    return 1
+  fi
+  log "$name: $key done in $((SECONDS - t0)) s"
+}
+
+run_suite() {
+  local n=$1 m=$2 ok=0 io=(ior -a POSIX -np $NTASKS)
+  mkdir -p "$m/md"
+  # File per process, 1 MiB transfers, fsync; read cold.
+  step "$n" fpp_w "${io[@]}" -F -b $FPP_B -t 1M -w -e -k -o "$m/fpp" || ok=1
+  cold "$n" "$m" || ok=1
+  step "$n" fpp_r "${io[@]}" -F -b $FPP_B -t 1M -r --drop-caches -o "$m/fpp" || ok=1
+  # 4 KiB random read, cold, of files written with 1 MiB transfers.
+  step "$n" rand_prep "${io[@]}" -F -b $RAND_B -t 1M -w -e -k -o "$m/rand" || ok=1
+  cold "$n" "$m" || ok=1
+  step "$n" rand_r "${io[@]}" -F -b $RAND_B -t 4K -z -r --drop-caches -o "$m/rand" || ok=1
+  # Shared file, N-to-1 strided, 1 MiB blocks, verified; read back another task's blocks.
+  step "$n" shared_w "${io[@]}" -b 1M -t 1M -s $SHARED_SEG -w -W -e -k -o "$m/shared" || ok=1
+  cold "$n" "$m" || ok=1
+  step "$n" shared_r "${io[@]}" -b 1M -t 1M -s $SHARED_SEG -r -R -C --drop-caches -o "$m/shared" || ok=1
+  # Same with 47008-byte blocks: no block is aligned to a page or a stripe.
+  step "$n" unal_w "${io[@]}" -b 47008 -t 47008 -s $UNAL_SEG -w -W -e -k -o "$m/unal" || ok=1
+  cold "$n" "$m" || ok=1
+  step "$n" unal_r "${io[@]}" -b 47008 -t 47008 -s $UNAL_SEG -r -R -C --drop-caches -o "$m/unal" || ok=1
+  # mdtest: files only, a directory per task.
+  step "$n" md mdtest -a POSIX -np $NTASKS -n $MD_N -F -u -d "$m/md" || ok=1
+  rm -rf "${m:?}/md" "$m"/fpp.* "$m"/rand.* "$m/shared" "$m/unal" 2>/dev/null || true
+  return $ok
+}
+
+# Rows of the table: key|label|json file|phase|field ("bw" MiB/s, "ops" ops/s).
+ROWS=(
+  "fpp_w|file-per-process 1 MiB write, fsync (MiB/s)|fpp_w|write|bw"
+  "fpp_r|file-per-process 1 MiB read, cold (MiB/s)|fpp_r|read|bw"
+  "rand_r|4 KiB random read, cold (ops/s)|rand_r|read|ops"
+  "shared_w|shared file N-1 strided 1 MiB write, verified (MiB/s)|shared_w|write|bw"
+  "shared_r|shared file N-1 strided 1 MiB read, cold, verified (MiB/s)|shared_r|read|bw"
+  "unal_w|shared file strided 47008-byte write, verified (MiB/s)|unal_w|write|bw"
+  "unal_r|shared file strided 47008-byte read, cold, verified (MiB/s)|unal_r|read|bw"
+  "md_c|mdtest file create (ops/s)|md|file_create|ops"
+  "md_s|mdtest file stat (ops/s)|md|file_stat|ops"
+  "md_r|mdtest file remove (ops/s)|md|file_remove|ops"
+)
+
+# value NAME FILE PHASE FIELD: the phase's mean figure, or empty.
+value() {
+  local f="$RESULTS/$1/$2.json" field=bw_mib_s
+  [ "$4" = ops ] && field=ops_per_s
+  [ -s "$f" ] || return 0
+  jq -r --arg p "$3" --arg k "$field" \
+    'if .ok then (.phases[] | select(.phase == $p) | .[$k].mean) else empty end' "$f" 2>/dev/null || true
+}
+
+fmt_num() { LC_ALL=C awk -v v="$1" 'BEGIN { if (v >= 100) printf "%.0f", v; else printf "%.1f", v }'; }
+fmt_ratio() { LC_ALL=C awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }'; }
+
+short() {
+  case "$1" in
+    stripefs) echo StripeFS ;; local) echo "local dir" ;; moosefs) echo MooseFS ;;
+    glusterfs) echo GlusterFS ;; ceph) echo CephFS ;; *) echo "$1" ;;
+  esac
+}
+
+label() {
+  case "$1" in
+    stripefs) echo "StripeFS ($NSERVERS OSS)" ;; local) echo "local dir" ;;
+    moosefs) echo "MooseFS ($NSERVERS chunkservers)" ;; glusterfs) echo "GlusterFS ($NSERVERS bricks)" ;;
+    ceph) echo "CephFS ($NSERVERS OSDs, ceph-fuse)" ;; *) echo "$1" ;;
+  esac
+}
+
+# print_table "NAME NAME ...": one markdown table, figures then StripeFS's ratio to each peer.
+print_table() {
+  local names=($1) n row key lab file phase field line v sv peers=()
+  for n in "${names[@]}"; do [ "$n" != stripefs ] && peers+=("$n"); done
+  local sfs_ok=0 first=1
+  [[ " ${names[*]} " == *" stripefs "* ]] && [ -s "$RESULTS/stripefs/fpp_w.json" ] && sfs_ok=1
+  line="| workload |"
+  for n in "${names[@]}"; do line+=" $(label "$n") |"; done
+  if [ $sfs_ok = 1 ]; then for n in "${peers[@]}"; do line+=" StripeFS ÷ $(short "$n") |"; done; fi
+  echo "$line"
+  line="|---|"
+  for n in "${names[@]}"; do line+="---:|"; done
+  if [ $sfs_ok = 1 ]; then for n in "${peers[@]}"; do line+="---:|"; done; fi
+  echo "$line"
+  for row in "${ROWS[@]}"; do
+    IFS='|' read -r key lab file phase field <<<"$row"
+    line="| $lab |"
+    for n in "${names[@]}"; do
+      if [ "$(cat "$RESULTS/$n/status" 2>/dev/null)" != ok ] && [ ! -s "$RESULTS/$n/$file.json" ]; then
+        # A peer that never ran: the reason in the first row, a dash below it.
+        if [ $first = 1 ]; then line+=" $(cat "$RESULTS/$n/status" 2>/dev/null || echo 'not run') |"
+        else line+=" – |"; fi
+        continue
+      fi
+      v=$(value "$n" "$file" "$phase" "$field")
+      if [ -n "$v" ]; then line+=" $(fmt_num "$v") |"; else line+=" failed |"; fi
+    done
+    if [ $sfs_ok = 1 ]; then
+      sv=$(value stripefs "$file" "$phase" "$field")
+      for n in "${peers[@]}"; do
+        v=$(value "$n" "$file" "$phase" "$field")
+        if [ -n "$sv" ] && [ -n "$v" ]; then line+=" $(fmt_ratio "$sv" "$v") |"; else line+=" – |"; fi
+      done
+    fi
+    echo "$line"
+    first=0
+  done
+}
