@@ -159,7 +159,11 @@ cmd_up() {
 cmd_down() {
   parse_opts "$@"
   do_unmount
-  local n
+  local n p
+  # SIGTERM every OSS at once (each takes a moment to exit), then wait for each.
+  for n in $(oss_names); do
+    p=$(pid_of "$n"); [ -n "$p" ] && kill -CONT "$p" 2>/dev/null && kill -TERM "$p" 2>/dev/null
+  done
   for n in $(oss_names); do stop_daemon "$n"; done
   stop_daemon mds
 }

@@ -84,6 +84,10 @@ class Client::Impl {
   void Register(const std::shared_ptr<File>& f);
   void Unregister(const File* f);
   std::vector<std::shared_ptr<File>> OpenFiles(uint64_t ino);
+  // Raises a regular file's size and mtime to what this client's open handles
+  // have written but not yet reported (the MDS learns sizes at flush/close), so
+  // a getattr never shrinks the kernel's view of a file we are extending.
+  Attr MergeLocal(Attr a);
   // Trims/extends the objects to args.size, then sets the size at the MDS.
   Result<Attr> Truncate(const Cred& c, uint64_t ino, const LayoutSpec& l,
                         const SetAttrArgs& args);
@@ -224,10 +228,24 @@ uint64_t Client::client_id() const { return impl_->mds->client_id(); }
 // ---- attributes ----
 
 Result<Attr> Client::Lookup(const Cred& c, uint64_t parent, std::string_view name) {
-  return impl_->mds->Lookup(c, parent, name);
+  SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->Lookup(c, parent, name));
+  return impl_->MergeLocal(std::move(a));
 }
 
-Result<Attr> Client::GetAttr(const Cred& c, uint64_t ino) { return impl_->mds->GetAttr(c, ino); }
+Attr Client::Impl::MergeLocal(Attr a) {
+  if (!S_ISREG(a.mode)) return a;
+  for (const std::shared_ptr<File>& f : OpenFiles(a.ino)) {
+    std::lock_guard<std::mutex> lock(f->mu_);
+    a.size = std::max(a.size, f->size_);
+    a.mtime_ns = std::max(a.mtime_ns, f->mtime_ns_);
+  }
+  return a;
+}
+
+Result<Attr> Client::GetAttr(const Cred& c, uint64_t ino) {
+  SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->GetAttr(c, ino));
+  return impl_->MergeLocal(std::move(a));
+}
 
 Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args) {
   if ((args.valid & kSetSize) == 0) return impl_->mds->SetAttr(c, ino, args);

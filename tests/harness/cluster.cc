@@ -345,6 +345,18 @@ void TestCluster::ReportFailure() {
   std::cerr << os.str() << std::flush;
 }
 
+void TestCluster::StopDaemon(Daemon* d, bool was_running, std::vector<std::string>* problems) {
+  if (!d->proc) return;
+  int status = d->proc->Terminate(kStopGrace);
+  if (!was_running && !d->killed) {
+    problems->push_back(d->name + " exited on its own during the test: " +
+                        DescribeWaitStatus(status));
+  } else if (was_running && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    problems->push_back(d->name + " did not exit cleanly on SIGTERM: " +
+                        DescribeWaitStatus(status));
+  }
+}
+
 void TestCluster::Stop() {
   if (stopped_ || root_.empty()) return;
   stopped_ = true;
@@ -354,20 +366,16 @@ void TestCluster::Stop() {
     if (!st.ok()) problems.push_back(st.ToString());
   }
   mounts_.clear();
-  auto stop = [&](Daemon& d) {
-    if (!d.proc) return;
-    bool was_running = d.proc->Running();
-    int status = d.proc->Terminate(kStopGrace);
-    if (!was_running && !d.killed) {
-      problems.push_back(d.name + " exited on its own during the test: " +
-                         DescribeWaitStatus(status));
-    } else if (was_running && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-      problems.push_back(d.name + " did not exit cleanly on SIGTERM: " +
-                         DescribeWaitStatus(status));
-    }
-  };
-  for (auto& d : oss_) stop(d);
-  stop(mds_);
+  // OSSes first (all at once: each takes a while to exit), then the MDS.
+  std::vector<bool> running;
+  for (auto& d : oss_) {
+    running.push_back(d.proc && d.proc->Running());
+    if (!running.back()) continue;
+    d.proc->Signal(SIGCONT);
+    d.proc->Signal(SIGTERM);
+  }
+  for (size_t i = 0; i < oss_.size(); ++i) StopDaemon(&oss_[i], running[i], &problems);
+  StopDaemon(&mds_, mds_.proc && mds_.proc->Running(), &problems);
   for (const auto& p : problems) ADD_FAILURE() << "cluster teardown: " << p;
   bool keep = keep_ || AnyTestFailed() || !Env("SFS_KEEP_TMP").empty() || HasMountUnder(root_);
   if (keep) {

@@ -112,6 +112,9 @@ class TestCluster {
   std::vector<std::string> OssArgv(int oss, const std::string& listen) const;
   Status StartDaemon(Daemon* d, std::vector<std::string> argv);
   Status StopMount(MountPoint* m);
+  // Stops d (SIGTERM, then SIGKILL); notes an unexpected exit in problems.
+  // was_running: whether d ran before the teardown signalled anything.
+  void StopDaemon(Daemon* d, bool was_running, std::vector<std::string>* problems);
   std::string LogPath(const std::string& name) const;
   bool AnyTestFailed() const;
 
