@@ -301,6 +301,9 @@ Status Client::Close(const std::shared_ptr<File>& f) {
 
 Result<size_t> Client::Read(File& f, uint64_t off, std::span<uint8_t> buf) {
   uint64_t size = f.size();
+  // Another handle of this client may have written further (the kernel lets
+  // every fd of a mount see one i_size); only then is the handle table consulted.
+  if (off + buf.size() > size) size = impl_->MergeLocal(Attr{.ino = f.ino_, .mode = S_IFREG, .size = size}).size;
   if (buf.empty() || off >= size) return size_t{0};
   size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
   SFS_RETURN_IF_ERROR(impl_->striper->Read(f.layout_, off, buf.first(n)));
