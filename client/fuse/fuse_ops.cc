@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,13 @@ void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
   } else {
     fuse_reply_buf(req, value.data(), value.size());
   }
+}
+
+// POSIX ACLs are not supported (FUSE_CAP_POSIX_ACL is off, so the kernel
+// would not enforce them): their xattrs get EOPNOTSUPP, as on a file system
+// mounted without ACLs, and `ls -l` probing them costs no MDS call.
+bool IsAclXattr(const char* name) {
+  return std::strncmp(name, "system.posix_acl_", 17) == 0;
 }
 
 }  // namespace
@@ -244,11 +252,13 @@ void FuseOps::OnStatfs(fuse_req_t req, fuse_ino_t ino) {
 
 void FuseOps::OnSetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                          size_t size, int flags) {
+  if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
   ReplyStatus(req, client_->SetXattr(CredOf(req), ino, name, std::string_view(value, size),
                                      flags));
 }
 
 void FuseOps::OnGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
   Result<std::string> v = client_->GetXattr(CredOf(req), ino, name);
   if (!v.ok()) return ReplyStatus(req, v.status());
   ReplyXattrValue(req, *v, size);
@@ -263,6 +273,7 @@ void FuseOps::OnListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 }
 
 void FuseOps::OnRemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
   ReplyStatus(req, client_->RemoveXattr(CredOf(req), ino, name));
 }
 
