@@ -21,8 +21,11 @@ DirCursor* CursorOf(const fuse_file_info* fi) { return reinterpret_cast<DirCurso
 }  // namespace
 
 void FuseOps::OnOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  // Nothing to ask the MDS yet: the kernel has checked read permission, and
-  // the MDS checks the caller again at each Readdir.
+  // The directory may have been removed through another mount while its
+  // name was cached here: the MDS's ESTALE then makes the kernel walk the
+  // path again and open whatever the name means now.
+  Result<client::Attr> a = client_->GetAttr(CredOf(req), ino);
+  if (!a.ok()) return ReplyStatus(req, a.status());
   auto* cursor = new DirCursor(opts_.readdir_page);
   fi->fh = reinterpret_cast<uint64_t>(cursor);
   if (fuse_reply_open(req, fi) != 0) delete cursor;
