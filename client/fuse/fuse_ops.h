@@ -32,7 +32,12 @@
 //   bytes from a stale page.
 // - An operation on an inode removed elsewhere gets ESTALE from the MDS; the
 //   kernel then walks the path again with revalidation, so a name removed and
-//   re-created through another mount is usable at once.
+//   re-created through another mount is usable at once. (This needs the MDS
+//   to answer ESTALE, not ENOENT, when the *parent* of a named operation is
+//   gone; opendir checks its directory with GetAttr for the same reason.)
+// - Not implemented, so the kernel answers: fallocate (EOPNOTSUPP), lseek
+//   SEEK_DATA/SEEK_HOLE (the whole file is data), copy_file_range (copied
+//   through the page cache), ioctl. POSIX ACL xattrs are EOPNOTSUPP.
 // - Locks (flock, fcntl) are not implemented: the kernel keeps them locally,
 //   so they work between processes of one mount, not across mounts.
 //
