@@ -188,7 +188,8 @@ Status TestCluster::RestartOss(int oss) {
 bool TestCluster::MdsRunning() { return mds_.proc && mds_.proc->Running(); }
 bool TestCluster::OssRunning(int oss) { return oss_[oss].proc && oss_[oss].proc->Running(); }
 
-Result<std::string> TestCluster::Mount(const std::string& dir_in) {
+Result<std::string> TestCluster::Mount(const std::string& dir_in,
+                                       const std::vector<std::string>& options) {
   int n = mount_counter_++;
   std::string dir = dir_in.empty() ? root_ + "/mnt" + std::to_string(n) : dir_in;
   std::error_code ec;
@@ -200,10 +201,11 @@ Result<std::string> TestCluster::Mount(const std::string& dir_in) {
   }
   std::string name = "mount" + std::to_string(n);
   MountPoint m{dir, nullptr};
-  SFS_ASSIGN_OR_RETURN(m.proc, Subprocess::Spawn({MountBinary(), mds_.address, dir, "-f", "-o",
-                                                  "allow_other"},
-                                                 LogPath(name), SIGTERM,
-                                                 /*capture_stdout=*/false));
+  std::string opts = "allow_other";
+  for (const auto& o : options) opts += "," + o;
+  std::vector<std::string> argv = {MountBinary(), mds_.address, dir, "-f", "-o", opts};
+  SFS_ASSIGN_OR_RETURN(m.proc,
+                       Subprocess::Spawn(argv, LogPath(name), SIGTERM, /*capture_stdout=*/false));
   bool exited = false;
   bool live = PollUntil(
       [&] {

@@ -75,8 +75,10 @@ class TestCluster {
   bool OssRunning(int oss);
 
   // Mounts the file system at dir (created if missing; default root()/mntK)
-  // and returns the path once the mount is live.
-  Result<std::string> Mount(const std::string& dir = {});
+  // with -o allow_other plus `options` (e.g. "rpc_timeout_ms=1500") and
+  // returns the path once the mount is live.
+  Result<std::string> Mount(const std::string& dir = {},
+                            const std::vector<std::string>& options = {});
   // Unmounts one mount made by Mount().
   Status Unmount(const std::string& dir);
 
