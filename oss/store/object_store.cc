@@ -245,7 +245,9 @@ Result<uint64_t> FileObjectStore::Read(uint64_t oid, uint64_t off, std::span<uin
   if (fd) {
     SFS_ASSIGN_OR_RETURN(got, ReadAll(env_, fd->get(), dest, off));
   }
-  std::memset(dest.data() + got, 0, dest.size() - got);
+  // An empty dest may have a null data(): memset(nullptr, 0, 0) is undefined
+  // (found by fuzz/oss_request_fuzzer).
+  if (got < dest.size()) std::memset(dest.data() + got, 0, dest.size() - got);
   return got;
 }
 
