@@ -10,7 +10,9 @@ namespace sfs::mds {
 Result<proto::InodeRec> LoadInodeRec(KvStore* store, uint64_t ino) {
   auto raw = store->Get(keys::Inode(ino));
   if (!raw.ok()) {
-    if (raw.status().code() == ENOENT) return Status::Errno(ENOENT, "no such inode");
+    // An inode the caller names that no longer exists: ESTALE, so the kernel
+    // drops its cached entry and looks the path up again.
+    if (raw.status().code() == ENOENT) return Status::Errno(ESTALE, "no such inode");
     return raw.status();
   }
   proto::InodeRec rec;
