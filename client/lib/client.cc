@@ -248,6 +248,12 @@ Result<Attr> Client::GetAttr(const Cred& c, uint64_t ino) {
 }
 
 Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args) {
+  if (args.valid & (kSetMtime | kSetMtimeNow | kSetAtime | kSetAtimeNow)) {
+    // Report pending writes first: their size report carries a write mtime
+    // that would otherwise land after (and undo) the times set here, as
+    // cp -a, tar and rsync set them on a file they still have open.
+    for (const std::shared_ptr<File>& f : impl_->OpenFiles(ino)) SFS_RETURN_IF_ERROR(Flush(*f));
+  }
   if ((args.valid & kSetSize) == 0) return impl_->mds->SetAttr(c, ino, args);
   SFS_ASSIGN_OR_RETURN(Attr cur, impl_->mds->GetAttr(c, ino));
   // Only a regular file has objects; the MDS gives the right errno for the rest.
