@@ -18,6 +18,7 @@
 // repeats as the same request (MDS: by client id and xid; OSS: idempotent ops).
 //
 // Lock order: Core::mu_ is the only lock; it is never held across an await.
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -83,6 +84,10 @@ class Core : public std::enable_shared_from_this<Core> {
   awaitable<void> WriteLoop(std::shared_ptr<Core> self, uint64_t gen);
   awaitable<void> ReadLoop(std::shared_ptr<Core> self, uint64_t gen);
   void OnError(uint64_t gen, const std::string& why);  // on strand
+  void GrowReconnectDelay() {  // on strand: 20 ms doubling to 1 s
+    reconnect_delay_ = std::clamp(reconnect_delay_ * 2, std::chrono::milliseconds(20),
+                                  std::chrono::milliseconds(1000));
+  }
   void Complete(const std::shared_ptr<PendingCall>& p, Status st);  // REQUIRES: mu_ held
 
   asio::strand<asio::io_context::executor_type> strand_;
@@ -104,6 +109,9 @@ class Core : public std::enable_shared_from_this<Core> {
   uint64_t gen_ = 0;
   bool writing_ = false;
   bool shutdown_ = false;
+  // Wait before the next connect: grows while connections fail or die before
+  // a good reply (a peer that answers garbage), back to 0 after one.
+  std::chrono::milliseconds reconnect_delay_{0};
 };
 
 std::shared_ptr<PendingCall> Core::Start(uint16_t service, std::string payload,
@@ -183,8 +191,12 @@ void Core::Kick() {
 }
 
 awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
-  auto backoff = std::chrono::milliseconds(20);
   for (;;) {
+    if (reconnect_delay_.count() > 0) {
+      boost::system::error_code tec;
+      asio::steady_timer timer(strand_, reconnect_delay_);
+      co_await timer.async_wait(redirect_error(use_awaitable, tec));
+    }
     {
       std::lock_guard<std::mutex> l(mu_);
       if (shutdown_ || pending_.empty()) {
@@ -219,9 +231,7 @@ awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
       std::lock_guard<std::mutex> l(mu_);
       last_error_ = ec ? ec.message() : "shut down";
     }
-    asio::steady_timer timer(strand_, backoff);
-    co_await timer.async_wait(redirect_error(use_awaitable, ec));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    GrowReconnectDelay();
   }
 }
 
@@ -312,6 +322,7 @@ awaitable<void> Core::ReadLoop(std::shared_ptr<Core> self, uint64_t gen) {
       OnError(gen, "bad reply: " + st.ToString());
       co_return;
     }
+    reconnect_delay_ = std::chrono::milliseconds(0);  // a good reply: the peer speaks our protocol
     std::lock_guard<std::mutex> l(mu_);
     if (!p) continue;
     p->receiving = false;
@@ -335,6 +346,7 @@ void Core::OnError(uint64_t gen, const std::string& why) {
   state_ = State::kIdle;
   writing_ = false;
   ++gen_;  // stale loops see the change and stop
+  GrowReconnectDelay();
   Kick();  // reconnects if calls are still in flight
 }
 

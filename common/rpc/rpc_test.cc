@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -184,6 +185,44 @@ TEST_F(RpcTest, GarbageAndCorruptFramesCloseOnlyThatConnection) {
   Response r;
   ASSERT_TRUE(chan_->Call(kServiceMds, "still-serving", {}, {}, &r).ok());
   EXPECT_EQ(r.payload, "re:still-serving");
+}
+
+// A "server" that answers every connection with garbage and counts them.
+TEST(RpcGarbagePeerTest, ClientBacksOffInsteadOfReconnectingInATightLoop) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(lfd, 64), 0);
+  socklen_t len = sizeof(a);
+  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::atomic<int> accepts{0};
+  std::atomic<bool> stop{false};
+  std::thread srv([&] {
+    while (!stop) {
+      int fd = accept(lfd, nullptr, nullptr);
+      if (fd < 0) break;
+      ++accepts;
+      char junk[64];
+      std::memset(junk, 0x5a, sizeof(junk));
+      (void)!write(fd, junk, sizeof(junk));
+      close(fd);
+    }
+  });
+  auto io = IoContext::Create(1);
+  auto ch = io->MakeTcpChannel("127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+  Response r;
+  Status st = ch->Call(kServiceMds, "x", {}, {}, &r, CallOptions{std::chrono::milliseconds(1000)});
+  EXPECT_FALSE(st.ok());
+  ch.reset();
+  stop = true;
+  shutdown(lfd, SHUT_RDWR);
+  close(lfd);
+  srv.join();
+  // 20 ms doubling to 1 s allows about 6 attempts in a second, not thousands.
+  EXPECT_LE(accepts.load(), 12);
+  EXPECT_GE(accepts.load(), 2);
 }
 
 TEST(RpcAddressTest, ParseAddressRejectsMalformedAddresses) {
