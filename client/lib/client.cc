@@ -86,8 +86,11 @@ class Client::Impl {
   std::vector<std::shared_ptr<File>> OpenFiles(uint64_t ino);
   // Raises a regular file's size and mtime to what this client's open handles
   // have written but not yet reported (the MDS learns sizes at flush/close), so
-  // a getattr never shrinks the kernel's view of a file we are extending.
-  Attr MergeLocal(Attr a);
+  // a getattr never shrinks the kernel's view of a file we are extending. With
+  // all_handles, every handle's known size counts (the read clamp: the kernel
+  // shows all fds of a mount one i_size); otherwise only unreported writes, so
+  // the MDS stays authoritative for truncates and explicit times.
+  Attr MergeLocal(Attr a, bool all_handles);
   // Trims/extends the objects to args.size, then sets the size at the MDS.
   Result<Attr> Truncate(const Cred& c, uint64_t ino, const LayoutSpec& l,
                         const SetAttrArgs& args);
@@ -229,14 +232,16 @@ uint64_t Client::client_id() const { return impl_->mds->client_id(); }
 
 Result<Attr> Client::Lookup(const Cred& c, uint64_t parent, std::string_view name) {
   SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->Lookup(c, parent, name));
-  return impl_->MergeLocal(std::move(a));
+  return impl_->MergeLocal(std::move(a), false);
 }
 
-Attr Client::Impl::MergeLocal(Attr a) {
+Attr Client::Impl::MergeLocal(Attr a, bool all_handles) {
   if (!S_ISREG(a.mode)) return a;
   for (const std::shared_ptr<File>& f : OpenFiles(a.ino)) {
     std::lock_guard<std::mutex> lock(f->mu_);
-    a.size = std::max(a.size, f->size_);
+    if (all_handles) a.size = std::max(a.size, f->size_);
+    if (!f->size_dirty_) continue;
+    a.size = std::max(a.size, f->dirty_end_);
     a.mtime_ns = std::max(a.mtime_ns, f->mtime_ns_);
   }
   return a;
@@ -244,7 +249,7 @@ Attr Client::Impl::MergeLocal(Attr a) {
 
 Result<Attr> Client::GetAttr(const Cred& c, uint64_t ino) {
   SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->GetAttr(c, ino));
-  return impl_->MergeLocal(std::move(a));
+  return impl_->MergeLocal(std::move(a), false);
 }
 
 Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args) {
@@ -309,7 +314,7 @@ Result<size_t> Client::Read(File& f, uint64_t off, std::span<uint8_t> buf) {
   uint64_t size = f.size();
   // Another handle of this client may have written further (the kernel lets
   // every fd of a mount see one i_size); only then is the handle table consulted.
-  if (off + buf.size() > size) size = impl_->MergeLocal(Attr{.ino = f.ino_, .mode = S_IFREG, .size = size}).size;
+  if (off + buf.size() > size) size = impl_->MergeLocal(Attr{.ino = f.ino_, .mode = S_IFREG, .size = size}, true).size;
   if (buf.empty() || off >= size) return size_t{0};
   size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
   SFS_RETURN_IF_ERROR(impl_->striper->Read(f.layout_, off, buf.first(n)));
