@@ -2,7 +2,8 @@
 // file data goes through the Striper; this file adds what spans both: the
 // truncate path (objects first, then the MDS), O_TRUNC at open, size and
 // blocks reports on Flush/Fsync/Close, and the keepalive that keeps our opens
-// (and refreshes the OST map) every 5 s.
+// (and refreshes the OST map) every 5 s and, when the MDS restarted (a new
+// boot epoch in any reply), re-opens every open File (docs/durability.md).
 //
 // Open files: every File this client has open is registered by inode, so that
 // a truncate through any path (SetAttr, O_TRUNC) lowers the size the other
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <random>
@@ -96,6 +98,10 @@ class Client::Impl {
                         const SetAttrArgs& args);
   Result<std::shared_ptr<File>> FinishOpen(const Cred& c, int flags, OpenResult r, Attr* attr);
   void Ping();
+  // After an MDS restart: opens every open File again (same File objects, new
+  // open ids), so orphans survive and the MDS tracks our opens again.
+  void ReopenAll();
+  std::atomic<Keepalive*> keepalive_ptr{nullptr};
 
  private:
   std::mutex files_mu_;
@@ -175,19 +181,67 @@ Result<std::shared_ptr<File>> Client::Impl::FinishOpen(const Cred& c, int flags,
 }
 
 void Client::Impl::Ping() {
+  auto start = std::chrono::steady_clock::now();
   Status st = mds->Ping(std::min(opts.rpc_timeout, kPingPeriod));
+  // While the MDS is away, keep a ping always waiting on the channel (which
+  // reconnects within a second), so a restart is noticed, and our files
+  // re-opened, at once rather than a period later.
+  if (!st.ok() && std::chrono::steady_clock::now() - start >= std::chrono::seconds(1)) {
+    if (Keepalive* k = keepalive_ptr.load()) k->Kick();
+  }
   if (!st.ok() && !mds_unreachable_) {
     LOG_WARN("keepalive: MDS " << mds->address() << " not answering: " << st.ToString());
   } else if (st.ok() && mds_unreachable_) {
     LOG_INFO("keepalive: MDS " << mds->address() << " answers again");
   }
   mds_unreachable_ = !st.ok();
+  if (mds->TakeEpochChange()) ReopenAll();
   // Keeps the OST map fresh, so that I/O finds an OSS that came back on a new
   // address without first timing out on the old one.
   if (st.ok()) {
     st = pool->Refresh();
     if (!st.ok()) LOG_DEBUG("keepalive: cannot refresh the OST map: " << st.ToString());
   }
+}
+
+void Client::Impl::ReopenAll() {
+  constexpr int kEpochShift = 40;  // open ids carry their boot epoch (mds.proto)
+  std::vector<std::shared_ptr<File>> all;
+  {
+    std::lock_guard<std::mutex> lock(files_mu_);
+    for (auto& [ino, w] : files_) {
+      if (std::shared_ptr<File> sp = w.lock()) all.push_back(std::move(sp));
+    }
+  }
+  int reopened = 0, failed = 0;
+  for (const std::shared_ptr<File>& f : all) {
+    uint64_t old_id;
+    {
+      std::lock_guard<std::mutex> lock(f->mu_);
+      old_id = f->open_id_;
+    }
+    if ((old_id >> kEpochShift) == mds->boot_epoch()) continue;  // opened since the restart
+    Result<OpenResult> r = mds->Open(f->cred_, f->ino_, f->flags_ & O_ACCMODE);
+    if (!r.ok()) {
+      LOG_WARN("re-open of inode " << f->ino_ << " after MDS restart: " << r.status().ToString());
+      ++failed;
+      continue;
+    }
+    bool still_open = false;
+    {
+      std::lock_guard<std::mutex> lock(files_mu_);
+      auto [begin, end] = files_.equal_range(f->ino_);
+      for (auto it = begin; it != end && !still_open; ++it) still_open = it->second.lock() == f;
+      if (still_open) {
+        std::lock_guard<std::mutex> flock(f->mu_);
+        f->open_id_ = r->open_id;
+      }
+    }
+    // Closed while we re-opened it: release the new open too.
+    if (!still_open) (void)mds->Close(f->cred_, f->ino_, r->open_id, SizeReport{});
+    ++reopened;
+  }
+  LOG_INFO("MDS recovery: re-opened " << reopened << " file(s), " << failed << " failed");
 }
 
 // ---- Connect / lifetime ----
@@ -209,7 +263,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   SFS_ASSIGN_OR_RETURN(impl->channels, ChannelFactory::Create(opts.transport, impl->io.get()));
   impl->mds = std::make_unique<MdsClient>(
       impl->channels->Make(opts.mds_address, rpc::kServiceMds).channel, NewClientId(),
-      opts.rpc_timeout);
+      opts.rpc_timeout, opts.recovery_timeout);
   st = impl->mds->Ping(opts.connect_timeout);
   if (!st.ok()) {
     int code = st.code() == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
@@ -222,7 +276,11 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   impl->striper = std::make_unique<Striper>(impl->pool.get(), mds->client_id(),
                                             [mds] { return mds->NextXid(); }, opts.rpc_timeout);
   Impl* raw = impl.get();
+  mds->SetEpochListener([raw] {
+    if (Keepalive* k = raw->keepalive_ptr.load()) k->Kick();
+  });
   impl->keepalive = std::make_unique<Keepalive>(kPingPeriod, [raw] { raw->Ping(); });
+  impl->keepalive_ptr = impl->keepalive.get();
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
@@ -307,7 +365,12 @@ Status Client::Close(const std::shared_ptr<File>& f) {
     if (blocks.ok()) r.blocks = *blocks;
   }
   impl_->Unregister(f.get());
-  return impl_->mds->Close(f->cred_, f->ino_, f->open_id_, r);
+  uint64_t open_id;
+  {
+    std::lock_guard<std::mutex> lock(f->mu_);  // a re-open after an MDS restart may change it
+    open_id = f->open_id_;
+  }
+  return impl_->mds->Close(f->cred_, f->ino_, open_id, r);
 }
 
 Result<size_t> Client::Read(File& f, uint64_t off, std::span<uint8_t> buf) {

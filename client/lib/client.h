@@ -42,6 +42,10 @@ struct Options {
   std::string mds_address;                         // "host:port"
   std::chrono::milliseconds rpc_timeout{30000};    // per RPC, MDS and OSS
   std::chrono::milliseconds connect_timeout{5000}; // Connect() gives up after this
+  // How long an MDS call keeps retrying a lost or refused connection (with the
+  // same request id) before it fails with EIO: an MDS restart shorter than
+  // this is invisible to applications, open files included (docs/durability.md).
+  std::chrono::milliseconds recovery_timeout{60000};
   int io_threads = 2;
   Transport transport = Transport::kAuto;
 };

@@ -19,9 +19,20 @@ void Keepalive::Stop() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+void Keepalive::Kick() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kick_ = true;
+  }
+  cv_.notify_all();
+}
+
 void Keepalive::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, period_, [this] { return stop_; })) {
+  for (;;) {
+    cv_.wait_for(lock, period_, [this] { return stop_ || kick_; });
+    if (stop_) return;
+    kick_ = false;
     lock.unlock();
     fn_();
     lock.lock();

@@ -2,7 +2,8 @@
 //
 // libsfs uses it to ping the MDS every 5 s, so that the MDS keeps this
 // client's opens (a client silent for --client-timeout-ms loses them).
-// Stop() (and the destructor) wakes the thread and joins it; a call in
+// Kick() makes the next call happen at once (libsfs: the MDS restarted, so
+// re-open files now). Stop() (and the destructor) wakes the thread and joins it; a call in
 // progress finishes first, so Stop() may wait up to one call's duration.
 #pragma once
 
@@ -22,6 +23,8 @@ class Keepalive {
   Keepalive& operator=(const Keepalive&) = delete;
 
   void Stop();  // idempotent
+  // Runs the next call now instead of at the end of the period.
+  void Kick();
 
  private:
   void Loop();
@@ -31,6 +34,7 @@ class Keepalive {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // GUARDED_BY(mu_)
+  bool kick_ = false;  // GUARDED_BY(mu_)
   std::thread thread_;
 };
 

@@ -4,9 +4,12 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "common.pb.h"
+#include "common/log.h"
 #include "mds.pb.h"
 
 namespace sfs::client {
@@ -108,28 +111,60 @@ bool IsTransportError(int code) {
 }  // namespace
 
 MdsClient::MdsClient(std::unique_ptr<rpc::Channel> channel, uint64_t client_id,
-                     std::chrono::milliseconds timeout)
-    : channel_(std::move(channel)), client_id_(client_id), timeout_(timeout) {}
+                     std::chrono::milliseconds timeout,
+                     std::chrono::milliseconds recovery_timeout)
+    : channel_(std::move(channel)),
+      client_id_(client_id),
+      timeout_(timeout),
+      recovery_timeout_(recovery_timeout) {}
 
 MdsClient::~MdsClient() = default;
 
+void MdsClient::NoteEpoch(uint64_t epoch) {
+  if (epoch == 0) return;
+  uint64_t old = epoch_.load();
+  while (old != epoch && !epoch_.compare_exchange_weak(old, epoch)) {
+  }
+  if (old == epoch || old == 0) return;
+  LOG_INFO("MDS " << address() << " restarted (boot epoch " << old << " -> " << epoch
+                  << "): re-opening open files");
+  epoch_changed_ = true;
+  if (on_new_epoch_) on_new_epoch_();
+}
+
 Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
-                          std::chrono::milliseconds timeout) {
+                          std::chrono::milliseconds timeout, bool retry) {
   req->set_client_id(client_id_);
   req->set_xid(NextXid());
   if (c != nullptr) ToProto(*c, req->mutable_cred());
+  const std::string payload = req->SerializeAsString();
+  const auto deadline = std::chrono::steady_clock::now() + recovery_timeout_;
   rpc::Response raw;
-  rpc::CallOptions opts;
-  opts.timeout = timeout;
-  SFS_RETURN_IF_ERROR(channel_->Call(rpc::kServiceMds, req->SerializeAsString(), {}, {}, &raw,
-                                     opts));
+  for (;;) {
+    rpc::CallOptions opts;
+    opts.timeout = timeout;
+    if (retry) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      opts.timeout = std::max(std::chrono::milliseconds(1), std::min(timeout, left));
+    }
+    // The same payload (same xid) every time: the MDS applies it at most once.
+    Status st = channel_->Call(rpc::kServiceMds, payload, {}, {}, &raw, opts);
+    if (st.ok()) break;
+    if (!retry || !IsTransportError(st.code()) ||
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline) {
+      return st;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   if (!resp->ParseFromString(raw.payload)) return Status(EBADMSG, "unparsable MDS reply");
+  NoteEpoch(resp->boot_epoch());
   if (resp->status().code() != 0) return Status(resp->status().code(), resp->status().message());
   return Status::Ok();
 }
 
 Status MdsClient::Call(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp) {
-  Status st = CallRaw(c, req, resp, timeout_);
+  Status st = CallRaw(c, req, resp, timeout_, /*retry=*/true);
   // Only a transport failure leaves the reply's status unset; an MDS errno passes through.
   if (!st.ok() && resp->status().code() == 0 && IsTransportError(st.code())) {
     return Status(EIO, "MDS " + address() + ": " + st.ToString());

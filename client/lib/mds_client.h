@@ -6,9 +6,17 @@
 // conversion lives in mds_client.cc, so no protobuf header leaks out of it.
 //
 // Errors: an MDS status code is returned as is (it is an errno). A transport
-// failure (timeout, connection refused or lost, garbled reply) becomes EIO with
-// a message naming the MDS, except from Ping(), which keeps the transport code
-// so that Connect() can tell ECONNREFUSED from ETIMEDOUT.
+// failure (timeout, connection refused or lost, garbled reply) is retried with
+// the same (client id, xid) — so the MDS applies the request once, also across
+// its own restart — until the recovery timeout has passed since the call
+// began; then it becomes EIO with a message naming the MDS. Ping() neither
+// retries nor maps: it keeps the transport code so that Connect() can tell
+// ECONNREFUSED from ETIMEDOUT.
+//
+// Recovery: every MdsResponse carries the MDS's boot epoch. When a reply shows
+// an epoch other than the last one seen, the listener given to
+// SetEpochListener runs (on the calling thread, with no lock held) and
+// TakeEpochChange() turns true once; libsfs then re-opens its open files.
 //
 // Thread safety: every method may be called from many threads at once; calls
 // share the channel and are in flight together.
@@ -17,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,7 +71,8 @@ struct SizeReport {
 class MdsClient {
  public:
   MdsClient(std::unique_ptr<rpc::Channel> channel, uint64_t client_id,
-            std::chrono::milliseconds timeout);
+            std::chrono::milliseconds timeout,
+            std::chrono::milliseconds recovery_timeout = std::chrono::seconds(60));
   ~MdsClient();
 
   uint64_t client_id() const { return client_id_; }
@@ -72,6 +82,12 @@ class MdsClient {
 
   // Keeps transport error codes (see the file comment).
   Status Ping(std::chrono::milliseconds timeout);
+
+  // REQUIRES: called before the client is shared between threads.
+  void SetEpochListener(std::function<void()> fn) { on_new_epoch_ = std::move(fn); }
+  // True once after a reply showed a new MDS boot epoch.
+  bool TakeEpochChange() { return epoch_changed_.exchange(false); }
+  uint64_t boot_epoch() const { return epoch_.load(); }
 
   Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name);
   Result<Attr> GetAttr(const Cred& c, uint64_t ino);
@@ -118,8 +134,10 @@ class MdsClient {
  private:
   // Fills in the header fields of *req, sends it and parses the reply into
   // *resp. Returns the reply's status, or the transport failure (raw codes).
+  // With retry, transport failures are retried until the recovery timeout.
   Status CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
-                 std::chrono::milliseconds timeout);
+                 std::chrono::milliseconds timeout, bool retry = false);
+  void NoteEpoch(uint64_t epoch);
   // CallRaw with transport failures mapped to EIO.
   Status Call(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp);
   Result<Attr> CallForAttr(const Cred* c, proto::MdsRequest* req);
@@ -128,7 +146,11 @@ class MdsClient {
   std::unique_ptr<rpc::Channel> channel_;
   const uint64_t client_id_;
   const std::chrono::milliseconds timeout_;
+  const std::chrono::milliseconds recovery_timeout_;
   std::atomic<uint64_t> xid_{1};
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<bool> epoch_changed_{false};
+  std::function<void()> on_new_epoch_;
 };
 
 }  // namespace sfs::client

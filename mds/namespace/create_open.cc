@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <optional>
 #include <set>
 
 #include "common/log.h"
@@ -62,7 +63,32 @@ Status Namespace::RegisterOpen(const OpCtx& ctx, uint64_t ino, const proto::Inod
   return Status::Ok();
 }
 
+void Namespace::DropUncommittedOpen(proto::OpenResp* out) {
+  // The body registered an open, then the commit failed (e.g. ENOSPC): the
+  // id was never returned to anyone, so forget it.
+  if (out->open_id() != 0) opens_.Remove(out->open_id());
+  out->set_open_id(0);
+}
+
+void Namespace::RenewReplayedOpen(const OpCtx& ctx, uint32_t flags, proto::OpenResp* out) {
+  if (out->open_id() == 0 || OpenTable::EpochOf(out->open_id()) == boot_epoch_.load()) return;
+  if (opens_.Contains(out->open_id())) return;
+  bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+  uint64_t id = opens_.Add(ctx.client_id, out->attr().ino(), NowMs(), write);
+  LOG_INFO("replayed open of inode " << out->attr().ino() << " from an earlier boot: open id "
+                                     << out->open_id() << " -> " << id);
+  out->set_open_id(id);
+}
+
 Status Namespace::Create(const OpCtx& ctx, const proto::CreateReq& req, proto::OpenResp* out) {
+  Status st = CreateOrReplay(ctx, req, out);
+  if (st.ok()) RenewReplayedOpen(ctx, req.open_flags(), out);
+  if (!st.ok()) DropUncommittedOpen(out);
+  return st;
+}
+
+Status Namespace::CreateOrReplay(const OpCtx& ctx, const proto::CreateReq& req,
+                               proto::OpenResp* out) {
   return Mutate(ctx, out, [&](Txn& txn) -> Status {
     SFS_RETURN_IF_ERROR(ValidateName(req.name()));
     SFS_ASSIGN_OR_RETURN(proto::InodeRec * dir, txn.Dir(req.parent()));
@@ -91,18 +117,25 @@ Status Namespace::Create(const OpCtx& ctx, const proto::CreateReq& req, proto::O
 }
 
 Status Namespace::Open(const OpCtx& ctx, const proto::OpenReq& req, proto::OpenResp* out) {
-  return Mutate(ctx, out, [&](Txn& txn) -> Status {
+  Status st = Mutate(ctx, out, [&](Txn& txn) -> Status {
     auto node = txn.Inode(req.ino());
     if (!node.ok() && node.status().code() == ENOENT) return Status::Errno(ESTALE, "inode is gone");
     if (!node.ok()) return node.status();
     SFS_RETURN_IF_ERROR(CheckOpenAccess(ctx.cred, (*node)->attr(), req.open_flags()));
     return RegisterOpen(ctx, req.ino(), **node, req.open_flags(), out);
   });
+  if (st.ok()) RenewReplayedOpen(ctx, req.open_flags(), out);
+  if (!st.ok()) DropUncommittedOpen(out);
+  return st;
 }
 
 Status Namespace::Close(const OpCtx& ctx, const proto::CloseReq& req) {
   return Mutate(ctx, nullptr, [&](Txn& txn) -> Status {
-    uint64_t ino = opens_.Remove(req.open_id()).value_or(req.ino());
+    std::optional<uint64_t> removed = opens_.Remove(req.open_id());
+    uint64_t ino = removed.value_or(req.ino());
+    // An open from before a restart that its client did not re-open: other
+    // clients may still re-open the file, so an orphan waits for the startup reap.
+    bool stale = !removed && OpenTable::EpochOf(req.open_id()) != boot_epoch_.load();
     auto node = txn.Inode(ino);
     if (!node.ok()) return node.status().code() == ENOENT ? Status::Ok() : node.status();
     proto::Attr* a = (*node)->mutable_attr();
@@ -110,7 +143,7 @@ Status Namespace::Close(const OpCtx& ctx, const proto::CloseReq& req) {
                                               req.has_blocks(), req.blocks(), txn.now())) {
       txn.Dirty(ino);
     }
-    if (a->nlink() == 0 && opens_.OpenCount(ino) == 0) return FreeInode(txn, ino);
+    if (a->nlink() == 0 && opens_.OpenCount(ino) == 0 && !stale) return FreeInode(txn, ino);
     if (opens_.OpenCount(ino) == 0) return ReleaseStaleLayout(txn, ino);
     return Status::Ok();
   });

@@ -44,8 +44,15 @@ Status Namespace::Start(int64_t now_ms) {
   }
   next_ino_ = super_.ino_limit();
   next_oid_ = super_.oid_limit();
+  super_.set_boot_epoch(super_.boot_epoch() + 1);
+  KvBatch epoch;
+  epoch.Put(keys::Super(), super_.SerializeAsString());
+  SFS_RETURN_IF_ERROR(store_->Write(epoch, /*sync=*/true));
+  boot_epoch_ = super_.boot_epoch();
+  opens_.SetEpoch(super_.boot_epoch());
   SFS_RETURN_IF_ERROR(LoadRepliesAndCounters());
-  LOG_INFO("namespace fs_id=" << super_.fs_id() << " inodes=" << inode_count_.load()
+  LOG_INFO("namespace fs_id=" << super_.fs_id() << " boot_epoch=" << boot_epoch_.load()
+                              << " inodes=" << inode_count_.load()
                               << " next_ino=" << next_ino_ << " next_oid=" << next_oid_);
   return Status::Ok();
 }
@@ -170,16 +177,28 @@ Status Namespace::PersistSuperLocked() {
 
 Result<uint64_t> Namespace::AllocIno() {
   if (next_ino_ >= super_.ino_limit()) {
+    uint64_t old_limit = super_.ino_limit();
     super_.set_ino_limit(next_ino_ + kIdBatch);
-    SFS_RETURN_IF_ERROR(PersistSuperLocked());
+    Status st = PersistSuperLocked();
+    if (!st.ok()) {
+      // Not reserved on disk: ids past the old limit must not be handed out.
+      super_.set_ino_limit(old_limit);
+      return st;
+    }
   }
   return next_ino_++;
 }
 
 Result<uint64_t> Namespace::AllocOid() {
   if (next_oid_ >= super_.oid_limit()) {
+    uint64_t old_limit = super_.oid_limit();
     super_.set_oid_limit(next_oid_ + kIdBatch);
-    SFS_RETURN_IF_ERROR(PersistSuperLocked());
+    Status st = PersistSuperLocked();
+    if (!st.ok()) {
+      // Not reserved on disk: ids past the old limit must not be handed out.
+      super_.set_oid_limit(old_limit);
+      return st;
+    }
   }
   return next_oid_++;
 }

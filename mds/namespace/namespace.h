@@ -128,6 +128,9 @@ class Namespace {
   // before the restart. Call periodically.
   void Housekeep(int64_t now_ms);
   uint64_t inode_count() const { return inode_count_.load(); }
+  // This run's boot epoch (1 at the first start, +1 at every later one);
+  // every MdsResponse carries it so clients notice a restart.
+  uint64_t boot_epoch() const { return boot_epoch_.load(); }
   int OpenCount(uint64_t ino) const { return opens_.OpenCount(ino); }
 
  private:
@@ -160,6 +163,11 @@ class Namespace {
   void EnqueueDestroy(Txn& txn, const proto::Layout& layout);
   Status RegisterOpen(const OpCtx& ctx, uint64_t ino, const proto::InodeRec& rec,
                       uint32_t flags, proto::OpenResp* out);
+  // After a Create/Open answered with a saved reply from an earlier boot
+  // (a request re-sent across a restart), registers the open again.
+  void RenewReplayedOpen(const OpCtx& ctx, uint32_t flags, proto::OpenResp* out);
+  void DropUncommittedOpen(proto::OpenResp* out);
+  Status CreateOrReplay(const OpCtx& ctx, const proto::CreateReq& req, proto::OpenResp* out);
   Status ReapIfOrphan(uint64_t ino);
   Status RenameLocked(Txn& txn, const OpCtx& ctx, const proto::RenameReq& req);
   Status ApplyExchange(Txn& txn, const proto::RenameReq& req, RenameEnds& e);
@@ -203,6 +211,7 @@ class Namespace {
   ReplyCache replies_;              // GUARDED_BY(mu_)
   OpenTable opens_;
   std::atomic<uint64_t> inode_count_{0};
+  std::atomic<uint64_t> boot_epoch_{0};
   int64_t started_ms_ = 0;
   bool startup_orphans_reaped_ = false;  // GUARDED_BY(mu_)
 };

@@ -3,6 +3,16 @@
 
 namespace sfs::mds {
 
+void OpenTable::SetEpoch(uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  next_id_ = (epoch << kEpochShift) | 1;
+}
+
+bool OpenTable::Contains(uint64_t open_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return opens_.count(open_id) != 0;
+}
+
 uint64_t OpenTable::Add(uint64_t client, uint64_t ino, int64_t now_ms, bool write) {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t id = next_id_++;

@@ -16,6 +16,15 @@ namespace sfs::mds {
 
 class OpenTable {
  public:
+  // Open ids are unique across MDS restarts: ids of boot epoch E start at
+  // E << kEpochShift, so a stale id from before a restart is never reused.
+  static constexpr int kEpochShift = 40;
+  // Sets the boot epoch of the ids handed out from now on (call before any Add).
+  void SetEpoch(uint64_t epoch);
+  // The boot epoch an open id was handed out in.
+  static uint64_t EpochOf(uint64_t open_id) { return open_id >> kEpochShift; }
+  // Whether open_id is a current open.
+  bool Contains(uint64_t open_id) const;
   // Records an open of ino by client (for writing iff write); returns its
   // open id (never 0).
   uint64_t Add(uint64_t client, uint64_t ino, int64_t now_ms, bool write = false);

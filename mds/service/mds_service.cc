@@ -213,6 +213,7 @@ std::string MdsService::HandlePayload(const std::string& payload) {
       !DispatchRegistry(osts_, req, &resp)) {
     SetStatus(&resp, Status::Errno(EPROTO, "unknown MDS op"));
   }
+  resp.set_boot_epoch(ns_->boot_epoch());
   return resp.SerializeAsString();
 }
 
