@@ -1,0 +1,206 @@
+// fsck on namespaces corrupted on purpose: each kind of damage is found, one
+// line per problem, repaired with repair=true, and a second run is clean.
+#include "mds/fsck/fsck.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "mds/namespace/test_util.h"
+
+namespace sfs::mds {
+namespace {
+
+class FsckTest : public NamespaceTest {
+ protected:
+  Result<fsck::Report> Run(bool repair, std::vector<std::string> osts = {}) {
+    fsck::Options o;
+    o.repair = repair;
+    o.ost_dirs = std::move(osts);
+    return fsck::Check(store_.get(), o);
+  }
+  // Runs a check, expects exactly the problems containing `want` (one each),
+  // repairs them and expects a clean second run.
+  void ExpectFoundAndRepaired(const std::vector<std::string>& want,
+                              const std::vector<std::string>& osts = {}) {
+    auto found = Run(false, osts);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    std::string all;
+    for (const auto& p : found->problems) all += p.text + "\n";
+    ASSERT_EQ(found->problems.size(), want.size()) << all;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_NE(all.find(want[i]), std::string::npos) << "want '" << want[i] << "' in\n" << all;
+    }
+    auto fixed = Run(true, osts);
+    ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+    for (const auto& p : fixed->problems) EXPECT_TRUE(p.repaired) << p.text;
+    auto again = Run(false, osts);
+    ASSERT_TRUE(again.ok());
+    for (const auto& p : again->problems) ADD_FAILURE() << "after repair: " << p.text;
+  }
+  // Builds /d/{f1,f2} and /g (one file closed, one unlinked while open).
+  void Populate() {
+    auto d = Mkdir(kRootIno, "d");
+    ASSERT_TRUE(d.ok());
+    d_ = d->ino();
+    f1_ = Touch(d_, "f1")->ino();
+    f2_ = Touch(d_, "f2")->ino();
+    ASSERT_TRUE(Mkdir(kRootIno, "g").ok());
+    auto open = Create(kRootIno, "orphan");
+    ASSERT_TRUE(open.ok());
+    ASSERT_TRUE(Unlink(kRootIno, "orphan").ok());
+  }
+  void PutInode(uint64_t ino, const std::function<void(proto::InodeRec*)>& change) {
+    auto raw = store_->Get(keys::Inode(ino));
+    ASSERT_TRUE(raw.ok());
+    proto::InodeRec rec;
+    ASSERT_TRUE(rec.ParseFromString(*raw));
+    change(&rec);
+    KvBatch b;
+    b.Put(keys::Inode(ino), rec.SerializeAsString());
+    ASSERT_TRUE(store_->Write(b, true).ok());
+  }
+  void DeleteKey(const std::string& key) {
+    KvBatch b;
+    b.Delete(key);
+    ASSERT_TRUE(store_->Write(b, true).ok());
+  }
+  // A fake OST dir for index 0 ("uuid-0" in the fixture's registry).
+  std::string MakeOst() {
+    std::string dir = dir_ + "-ost0";
+    std::filesystem::create_directories(dir + "/objects");
+    for (int i = 0; i < 256; ++i) {
+      char sub[3];
+      std::snprintf(sub, sizeof(sub), "%02x", i);
+      std::filesystem::create_directories(dir + "/objects/" + sub);
+    }
+    std::ofstream(dir + "/ost_uuid") << "uuid-0\n";
+    return dir;
+  }
+  void WriteObject(const std::string& path, size_t bytes) {
+    std::ofstream(path) << std::string(bytes, 'x');
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(dir_ + "-ost0");
+    NamespaceTest::TearDown();
+  }
+
+  uint64_t d_ = 0, f1_ = 0, f2_ = 0;
+};
+
+TEST_F(FsckTest, AHealthyNamespaceWithAnOrphanIsClean) {
+  Populate();
+  auto r = Run(false);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const auto& p : r->problems) ADD_FAILURE() << p.text;
+  EXPECT_EQ(r->orphans, 1u);
+  EXPECT_EQ(r->inodes, 6u);
+}
+
+TEST_F(FsckTest, ADeletedDentryLeavesALostInodeThatGoesToLostAndFound) {
+  Populate();
+  DeleteKey(keys::Dentry(d_, "f1"));
+  ExpectFoundAndRepaired({"lost inode " + std::to_string(f1_)});
+  auto lf = Lookup(kRootIno, "lost+found");
+  ASSERT_TRUE(lf.ok());
+  auto linked = Lookup(lf->ino(), "#" + std::to_string(f1_));
+  ASSERT_TRUE(linked.ok());
+  EXPECT_EQ(linked->nlink(), 1u);
+  EXPECT_EQ(ns_->GetAttr(kRootIno)->nlink(), 5u) << "root gained lost+found";
+}
+
+TEST_F(FsckTest, ABumpedNlinkIsCountedAndFixed) {
+  Populate();
+  PutInode(f2_, [](proto::InodeRec* r) { r->mutable_attr()->set_nlink(3); });
+  PutInode(d_, [](proto::InodeRec* r) { r->mutable_attr()->set_nlink(7); });
+  ExpectFoundAndRepaired({"inode " + std::to_string(f2_) + " has nlink 3, counted 1",
+                          "inode " + std::to_string(d_) + " has nlink 7, counted 2"});
+  EXPECT_EQ(ns_->GetAttr(f2_)->nlink(), 1u);
+}
+
+TEST_F(FsckTest, ADentryToAMissingInodeIsRemoved) {
+  Populate();
+  DeleteKey(keys::Inode(f2_));
+  ExpectFoundAndRepaired({"dangling dentry " + std::to_string(d_) + "/\"f2\""});
+  EXPECT_RESULT_ERRNO(Lookup(d_, "f2"), ENOENT);
+}
+
+TEST_F(FsckTest, AnOrphanRecordOfALinkedInodeIsDropped) {
+  Populate();
+  KvBatch b;
+  b.Put(keys::Orphan(f1_), "");
+  ASSERT_TRUE(store_->Write(b, true).ok());
+  ExpectFoundAndRepaired({"orphan record for inode " + std::to_string(f1_)});
+  EXPECT_TRUE(Lookup(d_, "f1").ok()) << "the file keeps its name";
+}
+
+TEST_F(FsckTest, ObjectsOnTheOstAreCrossCheckedWithTheLayouts) {
+  // One stripe on OST 0 for every file of /s.
+  auto s = Mkdir(kRootIno, "s");
+  proto::SetLayoutReq set;
+  set.set_ino(s->ino());
+  set.mutable_layout()->set_stripe_count(1);
+  set.mutable_layout()->set_start_ost(0);
+  ASSERT_TRUE(ns_->SetLayout(RootCtx(), set).ok());
+  std::string ost = MakeOst();
+  std::vector<uint64_t> oids;
+  for (const char* name : {"a", "b"}) {
+    auto o = Create(s->ino(), name);
+    ASSERT_TRUE(o.ok());
+    ASSERT_EQ(o->layout().objects(0).ost(), 0u);
+    oids.push_back(o->layout().objects(0).oid());
+    proto::CloseReq close;
+    close.set_ino(o->attr().ino());
+    close.set_open_id(o->open_id());
+    close.set_has_size(true);
+    close.set_size_hint(100);
+    ASSERT_TRUE(ns_->Close(RootCtx(), close).ok());
+  }
+  WriteObject(fsck::ObjectPath(ost, oids[0]), 100);
+  WriteObject(fsck::ObjectPath(ost, oids[0]) + ".crc", 8);
+  auto clean = Run(false, {ost});
+  ASSERT_TRUE(clean.ok()) << clean.status().ToString();
+  ASSERT_EQ(clean->problems.size(), 1u) << "b's object was never written";
+  EXPECT_NE(clean->problems[0].text.find("holding its last byte is missing"), std::string::npos)
+      << clean->problems[0].text;
+  WriteObject(fsck::ObjectPath(ost, oids[1]), 100);
+
+  // Damage: a stray object (with sidecar) and a sidecar without its object.
+  WriteObject(fsck::ObjectPath(ost, 999999), 10);
+  WriteObject(fsck::ObjectPath(ost, 999999) + ".crc", 8);
+  WriteObject(fsck::ObjectPath(ost, 888888) + ".crc", 8);
+  ExpectFoundAndRepaired({"stray object 0:999999", "crc sidecar without its object"}, {ost});
+  EXPECT_FALSE(std::filesystem::exists(fsck::ObjectPath(ost, 999999)));
+  EXPECT_FALSE(std::filesystem::exists(fsck::ObjectPath(ost, 999999) + ".crc"));
+  EXPECT_FALSE(std::filesystem::exists(fsck::ObjectPath(ost, 888888) + ".crc"));
+  EXPECT_TRUE(std::filesystem::exists(fsck::ObjectPath(ost, oids[0])));
+
+  // A dropped object file is reported and not "repaired" away.
+  std::filesystem::remove(fsck::ObjectPath(ost, oids[1]));
+  auto missing = Run(true, {ost});
+  ASSERT_TRUE(missing.ok());
+  ASSERT_EQ(missing->problems.size(), 1u);
+  EXPECT_NE(missing->problems[0].text.find("object 0:" + std::to_string(oids[1])),
+            std::string::npos);
+  EXPECT_FALSE(missing->problems[0].repaired);
+}
+
+TEST_F(FsckTest, AQueuedDestroyOfALiveObjectIsDropped) {
+  auto s = Mkdir(kRootIno, "s");
+  auto o = Create(s->ino(), "a");
+  ASSERT_TRUE(o.ok());
+  proto::DestroyRec rec;
+  rec.set_ost(o->layout().objects(0).ost());
+  rec.set_oid(o->layout().objects(0).oid());
+  KvBatch b;
+  b.Put(keys::Queue(424242), rec.SerializeAsString());
+  ASSERT_TRUE(store_->Write(b, true).ok());
+  ExpectFoundAndRepaired({"destroy record 424242"});
+}
+
+}  // namespace
+}  // namespace sfs::mds
