@@ -31,7 +31,6 @@ Status Checker::Load() {
     std::string p(1, tag);
     return store_->Scan(p, keys::PrefixEnd(p), fn);
   };
-  Status bad = Status::Ok();
   SFS_RETURN_IF_ERROR(scan(keys::kInode, [&](std::string_view k, std::string_view v) {
     proto::InodeRec rec;
     if (k.size() != 9 || !rec.ParseFromArray(v.data(), v.size())) {
@@ -69,7 +68,7 @@ Status Checker::Load() {
   report_.dentries = dentries_.size();
   report_.orphans = orphans_.size();
   report_.queued_destroys = queued_.size();
-  return bad;
+  return Status::Ok();
 }
 
 // Objects that belong to something other than a file's layout: migrations
