@@ -33,6 +33,8 @@ void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const c
   fi->keep_cache = unchanged && (fi->flags & O_TRUNC) == 0;
   // A read-only handle has no size to report, so its close needs no FLUSH.
   fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
+  const bool writable = (fi->flags & O_ACCMODE) != O_RDONLY;
+  if (writable) nodes_.OpenedForWrite(a.ino);
   auto* h = new OpenFile{std::move(f)};
   fi->fh = reinterpret_cast<uint64_t>(h);
   int rc = 0;
@@ -46,6 +48,7 @@ void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const c
     // The open was interrupted: the kernel has no handle and will not release it.
     (void)client_->Close(h->file);
     delete h;
+    if (writable) nodes_.ClosedForWrite(a.ino);
     if (with_entry) nodes_.Forget(a.ino, 1);
   }
 }
@@ -106,6 +109,7 @@ void FuseOps::OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void FuseOps::OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   std::unique_ptr<OpenFile> h(HandleOf(fi));
+  if ((fi->flags & O_ACCMODE) != O_RDONLY) nodes_.ClosedForWrite(ino);
   Status st = client_->Close(h->file);
   // close(2) has returned already; the kernel ignores a release error.
   if (!st.ok()) LOG_WARN("close of inode " << ino << " failed: " << st.ToString());

@@ -68,6 +68,9 @@ bool IsAclXattr(const char* name) {
   return std::strncmp(name, "system.posix_acl_", 17) == 0;
 }
 
+// What the kernel asks for before each write(2) (file capabilities).
+constexpr char kCapsXattr[] = "security.capability";
+
 }  // namespace
 
 void ReplyStatus(fuse_req_t req, const Status& st) {
@@ -253,13 +256,19 @@ void FuseOps::OnStatfs(fuse_req_t req, fuse_ino_t ino) {
 void FuseOps::OnSetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                          size_t size, int flags) {
   if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
+  nodes_.XattrChanged(ino);
   ReplyStatus(req, client_->SetXattr(CredOf(req), ino, name, std::string_view(value, size),
                                      flags));
 }
 
 void FuseOps::OnGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
+  // Asked before every write(2): answered here once known absent (node_table.h).
+  const bool caps = std::strcmp(name, kCapsXattr) == 0;
+  if (caps && nodes_.NoCaps(ino)) return static_cast<void>(fuse_reply_err(req, ENODATA));
+  const uint64_t gen = caps ? nodes_.XattrGeneration(ino) : 0;
   Result<std::string> v = client_->GetXattr(CredOf(req), ino, name);
+  if (caps && v.status().code() == ENODATA) nodes_.NoteNoCaps(ino, gen);
   if (!v.ok()) return ReplyStatus(req, v.status());
   ReplyXattrValue(req, *v, size);
 }
@@ -274,6 +283,7 @@ void FuseOps::OnListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 
 void FuseOps::OnRemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
+  nodes_.XattrChanged(ino);
   ReplyStatus(req, client_->RemoveXattr(CredOf(req), ino, name));
 }
 

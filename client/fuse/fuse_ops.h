@@ -22,6 +22,11 @@
 //   costs one LOOKUP per open or stat, as the GETATTR of NFS's close-to-open
 //   does. AUTO_INVAL_DATA is off so that expired attributes do not cost a
 //   GETATTR on every read(); reads refresh the size only past the cached end.
+// - security.capability, which the kernel asks for before every write(2):
+//   known absent while this mount has the file open for writing, from the
+//   first answer until the next open, the last writable close or an xattr
+//   change through this mount (node_table.h). One MDS getxattr per open
+//   rather than per write.
 // - Negative entries are not cached (ENOENT is an error reply), so a name
 //   created elsewhere is seen at once.
 // - Page cache: kept at open (keep_cache) iff the file's mtime and size at

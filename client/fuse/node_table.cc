@@ -1,4 +1,5 @@
-// NodeTable: lookup counts and the close-to-open page-cache basis per inode.
+// NodeTable: lookup counts, the close-to-open page-cache basis and the
+// "no security.capability" note per inode.
 #include "client/fuse/node_table.h"
 
 namespace sfs::fuse {
@@ -30,7 +31,55 @@ bool NodeTable::KeepCache(uint64_t ino, int64_t mtime_ns, uint64_t size) {
   n.cached = true;
   n.mtime_ns = mtime_ns;
   n.size = size;
+  n.no_caps = false;  // an open asks the MDS afresh
+  ++n.xattr_gen;
   return keep;
+}
+
+void NodeTable::OpenedForWrite(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it != nodes_.end()) ++it->second.writers;
+}
+
+void NodeTable::ClosedForWrite(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || it->second.writers == 0) return;
+  if (--it->second.writers == 0) {
+    it->second.no_caps = false;
+    ++it->second.xattr_gen;
+  }
+}
+
+bool NodeTable::NoCaps(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  return it != nodes_.end() && it->second.writers > 0 && it->second.no_caps;
+}
+
+uint64_t NodeTable::XattrGeneration(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  return it == nodes_.end() ? 0 : it->second.xattr_gen;
+}
+
+void NodeTable::NoteNoCaps(uint64_t ino, uint64_t gen) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  // Only while a writable handle is open (the kernel holds the inode then),
+  // and only if no open, last close or xattr change raced with the question.
+  if (it != nodes_.end() && it->second.writers > 0 && it->second.xattr_gen == gen) {
+    it->second.no_caps = true;
+  }
+}
+
+void NodeTable::XattrChanged(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  it->second.no_caps = false;
+  ++it->second.xattr_gen;
 }
 
 size_t NodeTable::size() const {

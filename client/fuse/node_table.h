@@ -8,6 +8,17 @@
 // and closed since has changed them (libsfs reports mtime and size at close),
 // so the pages are dropped then and the new data is read.
 //
+// The kernel asks for the xattr security.capability before every write(2)
+// and truncate, to learn whether the change must strip it; asking the MDS
+// each time costs a round trip per write. So while this mount has an inode
+// open for writing, its node remembers that the xattr was absent, from a
+// getxattr that found it so, until the next open of the inode through this
+// mount, its last writable close here, or any xattr change made through this
+// mount. That is the close-to-open rule again: a capability set through
+// another mount while a file is open for writing here is seen (and stripped
+// by a write) after the next open; with no writer here every getxattr asks
+// the MDS.
+//
 // Lookup count: the kernel counts every reply that hands it an inode (entry,
 // create, readdirplus entry) and later sends FORGET with the same total. A
 // node lives while its count is positive; a forgotten inode has no pages in
@@ -35,6 +46,19 @@ class NodeTable {
   // new basis either way. False for an inode the kernel holds no reference to.
   bool KeepCache(uint64_t ino, int64_t mtime_ns, uint64_t size);
 
+  // A handle open for writing was opened / released (see above).
+  void OpenedForWrite(uint64_t ino);
+  void ClosedForWrite(uint64_t ino);
+  // True iff security.capability of ino is known to be absent (see above).
+  bool NoCaps(uint64_t ino) const;
+  // Before asking the MDS for security.capability: a token for NoteNoCaps.
+  uint64_t XattrGeneration(uint64_t ino) const;
+  // The MDS said security.capability is absent, in answer to a question asked
+  // at generation gen: remembered unless an open or xattr change came since.
+  void NoteNoCaps(uint64_t ino, uint64_t gen);
+  // An xattr of ino changes (or may have changed): forget NoCaps.
+  void XattrChanged(uint64_t ino);
+
   // Number of inodes with a positive lookup count (for tests and logs).
   size_t size() const;
   uint64_t lookups(uint64_t ino) const;
@@ -45,6 +69,9 @@ class NodeTable {
     bool cached = false;   // an open recorded mtime_ns/size
     int64_t mtime_ns = 0;
     uint64_t size = 0;
+    uint32_t writers = 0;     // handles open for writing through this mount
+    bool no_caps = false;     // security.capability known absent (writers > 0)
+    uint64_t xattr_gen = 0;   // bumped by opens and xattr changes
   };
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, Node> nodes_;  // GUARDED_BY(mu_)

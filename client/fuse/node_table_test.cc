@@ -1,4 +1,5 @@
-// NodeTable: lookup counting and the close-to-open keep_cache rule.
+// NodeTable: lookup counting, the close-to-open keep_cache rule and the
+// "no security.capability" note.
 #include "client/fuse/node_table.h"
 
 #include <gtest/gtest.h>
@@ -48,6 +49,62 @@ TEST(NodeTableTest, ForgottenInodeStartsOverWithoutCache) {
   EXPECT_FALSE(t.KeepCache(5, 100, 1));  // not held: nothing recorded
   t.Ref(5);
   EXPECT_FALSE(t.KeepCache(5, 100, 1));
+}
+
+TEST(NodeTableTest, AbsentCapsAreRememberedUntilTheNextOpen) {
+  NodeTable t;
+  t.Ref(5);
+  t.OpenedForWrite(5);
+  EXPECT_FALSE(t.NoCaps(5));
+  t.NoteNoCaps(5, t.XattrGeneration(5));
+  EXPECT_TRUE(t.NoCaps(5));
+  (void)t.KeepCache(5, 100, 1);
+  EXPECT_FALSE(t.NoCaps(5));
+}
+
+TEST(NodeTableTest, AbsentCapsAreForgottenAtTheLastWritableClose) {
+  NodeTable t;
+  t.Ref(5);
+  t.OpenedForWrite(5);
+  t.OpenedForWrite(5);
+  t.NoteNoCaps(5, t.XattrGeneration(5));
+  t.ClosedForWrite(5);
+  EXPECT_TRUE(t.NoCaps(5));
+  t.ClosedForWrite(5);
+  EXPECT_FALSE(t.NoCaps(5));
+}
+
+TEST(NodeTableTest, AbsentCapsAreNotRecordedWithoutAWriter) {
+  NodeTable t;
+  t.Ref(5);
+  t.NoteNoCaps(5, t.XattrGeneration(5));
+  EXPECT_FALSE(t.NoCaps(5));
+}
+
+TEST(NodeTableTest, AnXattrChangeForgetsAbsentCaps) {
+  NodeTable t;
+  t.Ref(5);
+  t.OpenedForWrite(5);
+  t.NoteNoCaps(5, t.XattrGeneration(5));
+  t.XattrChanged(5);
+  EXPECT_FALSE(t.NoCaps(5));
+}
+
+TEST(NodeTableTest, AnAnswerThatRacedWithAnXattrChangeIsNotRemembered) {
+  NodeTable t;
+  t.Ref(5);
+  t.OpenedForWrite(5);
+  uint64_t gen = t.XattrGeneration(5);
+  t.XattrChanged(5);  // a setxattr while the getxattr was at the MDS
+  t.NoteNoCaps(5, gen);
+  EXPECT_FALSE(t.NoCaps(5));
+}
+
+TEST(NodeTableTest, AbsentCapsOfAnInodeTheKernelDoesNotHoldAreNotRecorded) {
+  NodeTable t;
+  t.NoteNoCaps(9, t.XattrGeneration(9));
+  EXPECT_FALSE(t.NoCaps(9));
+  EXPECT_EQ(t.size(), 0u);
 }
 
 }  // namespace

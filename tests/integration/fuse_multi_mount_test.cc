@@ -4,13 +4,18 @@
 // changes things, and many processes on many mounts writing disjoint,
 // unaligned byte ranges of one shared file (IOR's N-to-1 strided pattern)
 // without ever overwriting each other's bytes, checked from every mount with
-// its page cache warm.
+// its page cache warm. A file capability (security.capability, which a
+// write strips) set on one mount is stripped by the next write through an
+// open made after it on another, and by a write through the setting mount
+// even on a handle opened before.
 //
 // One cluster with four mounts serves the suite; the two-mount checks use
 // mounts 0 and 1, the strided writers run with 2 and with 4 mounts.
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -68,6 +73,48 @@ TEST_F(MultiMountTest, EachOfFourMountsSeesWhatTheOthersClosed) {
       EXPECT_TRUE(SameBytes(Read(On(reader, "f")), data)) << "reader " << reader << " writer " << writer;
     }
   }
+}
+
+// A file capability (CAP_NET_RAW permitted) as setcap(8) writes it.
+bool SetCap(const std::string& path) {
+  vfs_cap_data cap{};
+  cap.magic_etc = VFS_CAP_REVISION_2;
+  cap.data[0].permitted = 1u << CAP_NET_RAW;
+  return setxattr(path.c_str(), "security.capability", &cap, XATTR_CAPS_SZ_2, 0) == 0;
+}
+
+bool HasCap(const std::string& path) {
+  return getxattr(path.c_str(), "security.capability", nullptr, 0) > 0;
+}
+
+bool WriteOneByte(int fd) { return write(fd, "x", 1) == 1; }
+
+TEST_F(MultiMountTest, AWriteStripsACapabilitySetOnAnotherMountOnceTheFileIsReopened) {
+  ASSERT_TRUE(WriteFile(On(0, "capfile"), "data"));
+  int fd = open(On(1, "capfile").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(WriteOneByte(fd));  // mount 1 learns: no capability
+  ASSERT_EQ(close(fd), 0);
+  ASSERT_TRUE(SetCap(On(0, "capfile"))) << strerror(errno);
+  ASSERT_TRUE(HasCap(On(1, "capfile")));
+  fd = open(On(1, "capfile").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(WriteOneByte(fd));
+  ASSERT_EQ(close(fd), 0);
+  EXPECT_FALSE(HasCap(On(0, "capfile")));
+  EXPECT_FALSE(HasCap(On(1, "capfile")));
+}
+
+TEST_F(MultiMountTest, AWriteStripsACapabilitySetThroughTheSameMountWhileTheFileIsOpen) {
+  ASSERT_TRUE(WriteFile(On(1, "capopen"), "data"));
+  int fd = open(On(1, "capopen").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(WriteOneByte(fd));  // no capability, remembered
+  ASSERT_TRUE(SetCap(On(1, "capopen"))) << strerror(errno);
+  ASSERT_TRUE(WriteOneByte(fd));
+  EXPECT_FALSE(HasCap(On(1, "capopen")));
+  EXPECT_FALSE(HasCap(On(0, "capopen")));
+  close(fd);
 }
 
 TEST_F(MultiMountTest, TwoMountsCreatingTheSameNameWithoutOExclBothSucceed) {
