@@ -26,7 +26,9 @@ done
 
 if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   sudo=""; [[ $(id -u) -ne 0 ]] && sudo=sudo
-  $sudo apt-get install -y clang libclang-rt-dev || $sudo apt-get install -y clang libclang-rt-14-dev
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get install -y -qq clang libclang-rt-14-dev >/dev/null 2>&1 ||
+    { $sudo apt-get update -qq && $sudo apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; }
 fi
 
 TARGETS=(frame_fuzzer oss_request_fuzzer mds_request_fuzzer)
