@@ -9,7 +9,11 @@
 # chunkservers, Gluster bricks, Ceph OSDs) and all state on the same disk under DIR
 # (default /tmp/sfs-peers); mounts each under DIR/mnt/NAME; runs the same sfs-bench
 # suite (-a POSIX) on every mount; prints one markdown table with StripeFS's ratio to
-# each peer. Every daemon and FUSE client runs inside a network namespace of this
+# each peer. Then the two-client check on every system: a second, independent client mount
+# (DIR/mnt/NAME.2), a strided shared file written with even tasks through one mount and odd
+# tasks through the other, read back and verified through the other mount, cache warm, 3
+# times; its passes and failures ("FAIL: reason") are rows of the table.
+# Every daemon and FUSE client runs inside a network namespace of this
 # script's own, which has only `lo` (plus 192.0.2.1/32 on it for MooseFS), so no
 # traffic can leave the machine. A peer that fails to set up is reported in the table
 # as "setup failed: reason" and the others go on. At the end every peer is unmounted
@@ -148,8 +152,8 @@ kill_pidfile() {
 run_peer() {
   local name=$1 mnt="$DIR/mnt/$1" t0=$SECONDS ok=1
   rm -rf "${RESULTS:?}/$name"; mkdir -p "$RESULTS/$name"
-  # Start from an empty, unmounted mount point (a failed run may have left files under it).
-  unmount_dir "$mnt"; rm -rf "$mnt"; mkdir -p "$mnt"
+  # Start from empty, unmounted mount points (a failed run may have left files under them).
+  unmount_dir "$mnt.2"; unmount_dir "$mnt"; rm -rf "$mnt" "$mnt.2"; mkdir -p "$mnt" "$mnt.2"
   log "=== $name: setting up"
   # Run in the background and wait: a subshell started with `&` keeps `set -e`, one on
   # the left of `||` would not.
@@ -171,6 +175,8 @@ run_peer() {
   else
     echo "suite failed: $(cat "$RESULTS/$name/error" 2>/dev/null || echo see log)" >"$RESULTS/$name/status"
   fi
+  # The two-client check records its failures itself (RESULTS/NAME/two_K.status).
+  two_mount_check "$name" "$mnt"
   log "$name: $(cat "$RESULTS/$name/status") after $((SECONDS - t0)) s"
   if [ $KEEP = 0 ]; then
     log "$name: tearing down"

@@ -2,7 +2,8 @@
 # NSERVERS BlueStore OSDs each on a sparse file (ceph-osd --mkfs with bluestore_block_path),
 # 1 MDS, size-1 pools, mounted with ceph-fuse; all on 127.0.0.1 inside the benchmark's
 # network namespace, auth off, every file (conf, data, logs, sockets, pid files) under
-# DIR/ceph. Sourced by scripts/bench-peers.sh.
+# DIR/ceph. The two-client check mounts a second ceph-fuse as client.bench2 (its own
+# session, admin socket and log). Sourced by scripts/bench-peers.sh.
 
 CEPH_OSD_SIZE=${CEPH_OSD_SIZE:-20G}   # sparse: only what is written takes space
 
@@ -92,14 +93,18 @@ ceph_setup() {
   ceph_mount "$mnt"
 }
 
-# ceph-fuse runs in the foreground (-f) in the background of this shell, so that its pid
-# is known: it writes no pid file of its own.
+# ceph_mount MNT [CLIENT_NAME [PIDFILE]]: ceph-fuse runs in the foreground (-f) in the
+# background of this shell, so that its pid is known: it writes no pid file of its own.
+# A second client needs its own name: the admin socket and log are named after it.
 ceph_mount() {
-  local run="$DIR/ceph/run"
-  in_ns ceph-fuse -f -c "$DIR/ceph/ceph.conf" -n client.admin "$1" >>"$DIR/ceph/log/ceph-fuse.out" 2>&1 &
-  echo $! >"$run/ceph-fuse.pid"
-  wait_for 30 "ceph-fuse mount" mountpoint -q "$1"
+  local run="$DIR/ceph/run" name=${2:-client.admin} pidfile=${3:-ceph-fuse.pid}
+  in_ns ceph-fuse -f -c "$DIR/ceph/ceph.conf" -n "$name" "$1" >>"$DIR/ceph/log/${pidfile%.pid}.out" 2>&1 &
+  echo $! >"$run/$pidfile"
+  wait_for 30 "ceph-fuse mount ($name)" mountpoint -q "$1"
 }
+
+ceph_mount2() { ceph_mount "$1" client.bench2 ceph-fuse.2.pid; }
+ceph_umount2() { unmount_dir "$1"; kill_pidfile "$DIR/ceph/run/ceph-fuse.2.pid"; }
 
 # A new ceph-fuse fails with EDOM ("Numerical argument out of domain") while the old one
 # is still flushing after the unmount: wait for it to be gone first.
@@ -118,6 +123,7 @@ ceph_kill() {
 
 ceph_teardown() {
   local mnt=$1 d="$DIR/ceph" f
+  ceph_umount2 "$mnt.2"
   unmount_dir "$mnt"
   kill_pidfile "$d/run/ceph-fuse.pid"
   for f in "$d"/run/mds.*.pid "$d"/run/osd.*.pid "$d"/run/mgr.*.pid "$d"/run/mon.*.pid; do

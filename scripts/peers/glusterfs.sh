@@ -4,7 +4,8 @@
 # refuses 127.0.0.1 (and "localhost") as a brick host, so bricks are on NS_GLUSTER_ADDR
 # (127.0.0.2, on the namespace's lo); bricks on the root file system's host need `force`.
 # State in DIR/glusterfs; glusterd's CLI socket and brick pid files stay in /var/run/gluster
-# (one glusterd per machine). Sourced by scripts/bench-peers.sh.
+# (one glusterd per machine). The two-client check mounts a second glusterfs client
+# process (mount -t glusterfs again, its own log). Sourced by scripts/bench-peers.sh.
 
 GLUSTER_VOL=sfsbench
 
@@ -31,16 +32,20 @@ glusterfs_setup() {
   glusterfs_mount "$mnt"
 }
 
+# glusterfs_mount MNT [LOGNAME]
 glusterfs_mount() {
-  in_ns mount -t glusterfs -o log-file="$DIR/glusterfs/logs/client.log" \
+  in_ns mount -t glusterfs -o log-file="$DIR/glusterfs/logs/${2:-client}.log" \
     "$NS_GLUSTER_ADDR:/$GLUSTER_VOL" "$1" || fail "mount -t glusterfs failed"
   wait_for 20 "glusterfs mount" mountpoint -q "$1"
 }
 
 glusterfs_remount() { unmount_dir "$1"; glusterfs_mount "$1"; }
+glusterfs_mount2() { glusterfs_mount "$1" client2; }
+glusterfs_umount2() { unmount_dir "$1"; }
 
 glusterfs_teardown() {
   local mnt=$1 d="$DIR/glusterfs" f
+  unmount_dir "$mnt.2"
   unmount_dir "$mnt"
   if [ -f "$d/glusterd.pid" ]; then
     gluster_cli volume stop "$GLUSTER_VOL" force || true

@@ -1,5 +1,9 @@
 # The local-directory baseline for bench-peers.sh: a plain directory DIR/mnt/local on the
-# same disk as every peer's data. Sourced by scripts/bench-peers.sh.
+# same disk as every peer's data. Its "second mount" is a bind mount: the same kernel and
+# page cache, so the two-client check is a baseline there, not a test of coherence.
+# Sourced by scripts/bench-peers.sh.
 
 local_setup() { rm -rf "${1:?}"; mkdir -p "$1"; }
-local_teardown() { rm -rf "${1:?}"; }
+local_mount2() { mount --bind "${1%.2}" "$1" || fail "mount --bind failed"; }
+local_umount2() { umount "$1" 2>/dev/null || umount -l "$1" || true; }
+local_teardown() { local_umount2 "${1:?}.2"; rm -rf "${1:?}"; }

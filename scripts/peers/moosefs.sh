@@ -3,6 +3,7 @@
 # on any 127.x address, so everything listens on NS_MFS_ADDR (192.0.2.1), which only the
 # namespace's lo carries. Goal 1 and trash time 0 on the root: no replication (like
 # StripeFS's stripes and a distributed Gluster volume) and a removal frees space at once.
+# The two-client check mounts a second mfsmount (its own session with the master).
 # Sourced by scripts/bench-peers.sh.
 
 MFS_MASTER_PORT=9420   # chunkservers → master; clients use 9421, mfscli 9419
@@ -75,9 +76,12 @@ moosefs_mount() {
 }
 
 moosefs_remount() { unmount_dir "$1"; moosefs_mount "$1"; }
+moosefs_mount2() { moosefs_mount "$1"; }
+moosefs_umount2() { unmount_dir "$1"; }
 
 moosefs_teardown() {
   local mnt=$1 d="$DIR/moosefs" cfg
+  unmount_dir "$mnt.2"
   unmount_dir "$mnt"
   for cfg in "$d"/cs*/mfschunkserver.cfg; do
     [ -f "$cfg" ] && in_ns mfschunkserver -c "$cfg" stop || true

@@ -1,6 +1,7 @@
 # StripeFS for bench-peers.sh: scripts/cluster.sh (1 sfs-mds + NSERVERS sfs-oss, one OST
 # each) with state in DIR/sfs, run in the benchmark's network namespace, mounted with
-# sfs-mount. Sourced by scripts/bench-peers.sh.
+# sfs-mount; a second, independent sfs-mount (its own libsfs client) of the same MDS for
+# the two-client check. Sourced by scripts/bench-peers.sh.
 
 stripefs_setup() {
   local mnt=$1 d="$DIR/sfs"
@@ -11,15 +12,21 @@ stripefs_setup() {
     fail "cluster.sh up failed (logs in $d/logs)"
 }
 
-stripefs_remount() {
-  local mnt=$1 d="$DIR/sfs"
-  unmount_dir "$mnt"
-  in_ns "$BUILD/client/fuse/sfs-mount" "$(cat "$d/mds.addr")" "$mnt" -o allow_other
-  wait_for 20 "sfs-mount" mountpoint -q "$mnt"
+stripefs_mount() {
+  in_ns "$BUILD/client/fuse/sfs-mount" "$(cat "$DIR/sfs/mds.addr")" "$1" -o allow_other ||
+    fail "sfs-mount $1 failed"
+  wait_for 20 "sfs-mount" mountpoint -q "$1"
 }
+
+stripefs_remount() { unmount_dir "$1"; stripefs_mount "$1"; }
+
+# The second client: another sfs-mount process of the same MDS.
+stripefs_mount2() { stripefs_mount "$1"; }
+stripefs_umount2() { unmount_dir "$1"; }
 
 stripefs_teardown() {
   local mnt=$1 d="$DIR/sfs"
+  unmount_dir "$mnt.2"
   unmount_dir "$mnt"
   in_ns bash "$ROOT/scripts/cluster.sh" down --dir "$d" || true
   rm -rf "$d"

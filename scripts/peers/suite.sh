@@ -5,8 +5,16 @@
 # client is remounted (NAME_remount, where the peer has one: FUSE clients such as
 # ceph-fuse keep data caches of their own that drop_caches does not reach) and the
 # kernel's caches are dropped. Each step's JSON goes to RESULTS/NAME/STEP.json.
+#
+# The two-client check (two_mount_check, after the suite): NAME_mount2 mounts a second,
+# independent client of the same file system on MNT.2; sfs-bench -o MNT/two,MNT.2/two puts
+# even tasks on the first mount and odd tasks on the second, and with -C each task reads
+# back (verified) what its neighbour wrote through the other mount, page cache warm.
+# TWO_RUNS runs, each in RESULTS/NAME/two_K.{json,err,status}; status is "ok" or
+# "FAIL: reason". A failure never stops the script: peers are expected to fail it.
 
 NTASKS=4
+TWO_RUNS=3
 
 suite_sizes() {
   if [ $QUICK = 1 ]; then
@@ -87,7 +95,79 @@ run_suite() {
   return $ok
 }
 
-# Rows of the table: key|label|json file|phase|field ("bw" MiB/s, "ops" ops/s).
+# two_reason K NAME RC: one line on why run K failed, from its stderr and JSON.
+two_reason() {
+  local k=$1 n=$2 rc=$3 line bad
+  if [ "$rc" = 124 ] || [ "$rc" = 130 ] || [ "$rc" = 137 ]; then
+    echo "timed out after ${STEP_TIMEOUT}s"; return
+  fi
+  line=$(grep -m1 -v 'more verify errors' "$RESULTS/$n/two_$k.err" 2>/dev/null |
+    sed -e 's/^sfs-bench ior: //' -e "s|$DIR/mnt/||g" | cut -c1-150)
+  bad=$(jq -r '.verify_errors // 0' "$RESULTS/$n/two_$k.json" 2>/dev/null || echo 0)
+  [ "${bad:-0}" -gt 0 ] 2>/dev/null && line="$bad bad words; first: $line"
+  echo "${line:-exit $rc, nothing on stderr}" | tr '|' '/'
+}
+
+# two_mount_check NAME MNT: the two-client check, TWO_RUNS times on the same file name
+# (so stale entries of a previous run are part of the test). Never fails.
+two_mount_check() {
+  local n=$1 m=$2 m2="$2.2" k rc
+  local args=(ior -a POSIX -np $NTASKS -b 47008 -t 47008 -s $UNAL_SEG -w -W -e -r -R -C)
+  rm -f "$RESULTS/$n"/two_*
+  if [ "$n" != local ] && ! mountpoint -q "$m"; then
+    for ((k = 1; k <= TWO_RUNS; k++)); do echo "FAIL: $m not mounted" >"$RESULTS/$n/two_$k.status"; done
+    return 0
+  fi
+  log "$n: two-client check: second mount on $m2"
+  if ! "${n}_mount2" "$m2" >>"$DIR/logs/$n.setup.log" 2>&1 || ! mountpoint -q "$m2"; then
+    log "$n: second mount failed (see $DIR/logs/$n.setup.log)"
+    for ((k = 1; k <= TWO_RUNS; k++)); do echo "FAIL: second mount failed" >"$RESULTS/$n/two_$k.status"; done
+    "${n}_umount2" "$m2" >>"$DIR/logs/$n.setup.log" 2>&1 || true
+    return 0
+  fi
+  for ((k = 1; k <= TWO_RUNS; k++)); do
+    rc=0
+    echo "$ $BENCH ${args[*]} -o $m/two,$m2/two --json   # two-client run $k" >>"$DIR/logs/$n.suite.log"
+    timeout -s INT -k 30 "$STEP_TIMEOUT" "$BENCH" "${args[@]}" -o "$m/two,$m2/two" --json \
+      >"$RESULTS/$n/two_$k.json" 2>"$RESULTS/$n/two_$k.err" || rc=$?
+    cat "$RESULTS/$n/two_$k.err" >>"$DIR/logs/$n.suite.log"
+    if [ $rc = 0 ]; then
+      echo ok >"$RESULTS/$n/two_$k.status"
+    else
+      echo "FAIL: $(two_reason "$k" "$n" "$rc")" >"$RESULTS/$n/two_$k.status"
+      rm -f "$m/two" "$m2/two" 2>/dev/null || true  # what the failed run left
+    fi
+    log "$n: two-client run $k: $(cat "$RESULTS/$n/two_$k.status")"
+  done
+  "${n}_umount2" "$m2" >>"$DIR/logs/$n.setup.log" 2>&1 || log "$n: could not unmount $m2"
+  return 0
+}
+
+# two_cell NAME: "passes/runs", and the first failure's reason if any.
+two_cell() {
+  local k pass=0 runs=0 why="" s
+  for ((k = 1; k <= TWO_RUNS; k++)); do
+    [ -f "$RESULTS/$1/two_$k.status" ] || continue
+    s=$(cat "$RESULTS/$1/two_$k.status"); runs=$((runs + 1))
+    if [ "$s" = ok ]; then pass=$((pass + 1)); elif [ -z "$why" ]; then why=$s; fi
+  done
+  [ $runs = 0 ] && { echo "not run"; return; }
+  echo "$pass/$runs${why:+; $why}"
+}
+
+# two_median NAME PHASE: the median bandwidth of PHASE over the passing runs, or empty.
+two_median() {
+  local k v=()
+  for ((k = 1; k <= TWO_RUNS; k++)); do
+    [ "$(cat "$RESULTS/$1/two_$k.status" 2>/dev/null)" = ok ] || continue
+    v+=("$(jq -r --arg p "$2" '.phases[] | select(.phase == $p) | .bw_mib_s.mean' "$RESULTS/$1/two_$k.json")")
+  done
+  [ ${#v[@]} = 0 ] && return 0
+  printf '%s\n' "${v[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# Rows of the table: key|label|json file|phase|field ("bw" MiB/s, "ops" ops/s; "pass" and
+# "med": the two-client check's passes, and its median MiB/s over the passing runs).
 ROWS=(
   "fpp_w|file-per-process 1 MiB write, fsync (MiB/s)|fpp_w|write|bw"
   "fpp_r|file-per-process 1 MiB read, cold (MiB/s)|fpp_r|read|bw"
@@ -99,10 +179,15 @@ ROWS=(
   "md_c|mdtest file create (ops/s)|md|file_create|ops"
   "md_s|mdtest file stat (ops/s)|md|file_stat|ops"
   "md_r|mdtest file remove (ops/s)|md|file_remove|ops"
+  "two_p|two mounts: strided 47008-byte write / read through the other mount, warm, verified: passes of 3|two|-|pass"
+  "two_w|two mounts: write (MiB/s, median of passing runs)|two|write|med"
+  "two_r|two mounts: read through the other mount, warm, verified (MiB/s, median)|two|read|med"
 )
 
 # value NAME FILE PHASE FIELD: the phase's mean figure, or empty.
 value() {
+  [ "$4" = med ] && { two_median "$1" "$3"; return; }
+  [ "$4" = pass ] && return 0
   local f="$RESULTS/$1/$2.json" field=bw_mib_s
   [ "$4" = ops ] && field=ops_per_s
   [ -s "$f" ] || return 0
@@ -146,12 +231,14 @@ print_table() {
     IFS='|' read -r key lab file phase field <<<"$row"
     line="| $lab |"
     for n in "${names[@]}"; do
-      if [ "$(cat "$RESULTS/$n/status" 2>/dev/null)" != ok ] && [ ! -s "$RESULTS/$n/$file.json" ]; then
+      if [ "$(cat "$RESULTS/$n/status" 2>/dev/null)" != ok ] && [ ! -s "$RESULTS/$n/$file.json" ] &&
+        [ ! -f "$RESULTS/$n/${file}_1.status" ]; then
         # A peer that never ran: the reason in the first row, a dash below it.
         if [ $first = 1 ]; then line+=" $(cat "$RESULTS/$n/status" 2>/dev/null || echo 'not run') |"
         else line+=" – |"; fi
         continue
       fi
+      if [ "$field" = pass ]; then line+=" $(two_cell "$n") |"; continue; fi
       v=$(value "$n" "$file" "$phase" "$field")
       if [ -n "$v" ]; then line+=" $(fmt_num "$v") |"; else line+=" failed |"; fi
     done

@@ -126,7 +126,7 @@ TEST(IorOptions, NeitherWriteNorReadMeansBothWithIorsDefaults) {
   EXPECT_TRUE(o->write && o->read);
   EXPECT_EQ(o->geom.block, 1u << 20);
   EXPECT_EQ(o->geom.transfer, 256u << 10);
-  EXPECT_EQ(o->path, "testFile");
+  EXPECT_EQ(o->paths, std::vector<std::string>{"testFile"});
   EXPECT_EQ(IorFileName(*o, 5), "testFile");
 }
 
@@ -154,7 +154,45 @@ TEST(IorOptions, SfsNeedsMdsAndAnAbsolutePath) {
   auto o = ParseIor({"-a", "sfs", "--mds=127.0.0.1:7700"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->backend.api, Api::kSfs);
-  EXPECT_EQ(o->path, "/testFile");
+  EXPECT_EQ(o->paths, std::vector<std::string>{"/testFile"});
+}
+
+TEST(IorOptions, SeveralPathsAreUsedRoundRobinSoReorderedReadsGoThroughTheOtherMount) {
+  auto o = ParseIor({"-np", "4", "-C", "-o", "/mnt/a/f,/mnt/b/f"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_EQ(o->paths, (std::vector<std::string>{"/mnt/a/f", "/mnt/b/f"}));
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(IorPath(*o, rank), rank % 2 == 0 ? "/mnt/a/f" : "/mnt/b/f");
+    // Shared file: every task opens the same name, through its own mount.
+    EXPECT_EQ(IorFileName(*o, rank, (rank + 1) % 4), IorPath(*o, rank));
+  }
+  auto fpp = ParseIor({"-np", "3", "-F", "-o", "/a/f,/b/f,/c/f"});
+  ASSERT_TRUE(fpp.ok()) << fpp.status().ToString();
+  // Task 2 reads task 0's file through its own (third) path.
+  EXPECT_EQ(IorFileName(*fpp, 2, 0), "/c/f.00000000");
+  EXPECT_EQ(IorFileName(*fpp, 1), "/b/f.00000001");
+  for (auto args : std::vector<std::vector<std::string>>{{"-np", "2", "-o", "/a/f,"},
+                                                         {"-np", "2", "-o", ",/a/f"},
+                                                         {"-np", "2", "-o", "/a/f,,/b/f"},
+                                                         {"-np", "2", "-o", "/a,/b,/c"}}) {
+    auto bad = ParseIor(args);
+    EXPECT_EQ(bad.status().code(), EINVAL) << args[3];
+  }
+}
+
+TEST(IorOptions, UnderMpirunTheRanksAreTheTasks) {
+  std::vector<std::string> args{"ior", "-C"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  bool help = false;
+  auto o = ParseIorOptions(static_cast<int>(argv.size()), argv.data(), &help, 4);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->ntasks(), 4);
+  int n = 0;
+  EXPECT_TRUE(ResolveTasks(4, 4, &n).ok());
+  EXPECT_EQ(ResolveTasks(3, 4, &n).code(), EINVAL);
+  EXPECT_TRUE(ResolveTasks(kTasksNotGiven, 0, &n).ok());
+  EXPECT_EQ(n, 1);
 }
 
 TEST(MdtestOptions, ParsesAndRejectsFilesOnlyWithDirsOnly) {

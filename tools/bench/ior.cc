@@ -115,7 +115,7 @@ class IorTask {
     if (o_.drop_caches) SFS_RETURN_IF_ERROR(DropCachesOnce());
     SFS_RETURN_IF_ERROR(ctx_.Barrier());
     TaskRecord rec{it, phase, NowNs()};
-    std::string file = IorFileName(o_, src);
+    std::string file = IorFileName(o_, Rank(), src);  // src's file, through our own path
     SFS_ASSIGN_OR_RETURN(auto f, b_.Open(file, O_RDONLY));
     rec.io_start_ns = NowNs();
     reports_ = 0;
@@ -197,7 +197,7 @@ int TaskMain(const IorOptions& o, TaskContext& ctx) {
   return task.Run();
 }
 
-// Before forking: the test file's directory must exist (for -a SFS this
+// Before forking: each test file's directory must exist (for -a SFS this
 // also proves the MDS answers). The backend is gone before fork(), and it
 // uses TCP: verbs state (device, protection domain) must not be inherited
 // by the forked tasks, which open their own RDMA connections.
@@ -205,10 +205,12 @@ Status Preflight(const IorOptions& o) {
   BackendOptions tcp = o.backend;
   tcp.transport = "tcp";
   SFS_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, MakeBackend(tcp));
-  std::string dir = ParentDir(o.path);
-  Result<BenchStat> st = b->Stat(dir);
-  if (!st.ok()) return Status(st.status().code(), "-o " + o.path + ": " + st.status().message());
-  if (!st->is_dir) return Status(ENOTDIR, "-o " + o.path + ": " + dir + " is not a directory");
+  for (const std::string& path : o.paths) {
+    std::string dir = ParentDir(path);
+    Result<BenchStat> st = b->Stat(dir);
+    if (!st.ok()) return Status(st.status().code(), "-o " + path + ": " + st.status().message());
+    if (!st->is_dir) return Status(ENOTDIR, "-o " + path + ": " + dir + " is not a directory");
+  }
   return Status::Ok();
 }
 
@@ -234,26 +236,31 @@ RunReport BuildReport(const IorOptions& o, const TaskRunResult& run) {
 
 }  // namespace
 
-int RunIor(int argc, char** argv) {
+int RunIor(int argc, char** argv, int mpi_size) {
   bool help = false;
-  Result<IorOptions> o = ParseIorOptions(argc, argv, &help);
+  const bool say = MpiRank() == 0;  // under mpirun, rank 0 speaks for all
+  Result<IorOptions> o = ParseIorOptions(argc, argv, &help, mpi_size);
   if (!o.ok()) {
-    std::fprintf(stderr, "sfs-bench ior: %s (see sfs-bench ior --help)\n",
-                 o.status().message().c_str());
+    if (say) {
+      std::fprintf(stderr, "sfs-bench ior: %s (see sfs-bench ior --help)\n",
+                   o.status().message().c_str());
+    }
     return 2;
   }
   if (help) {
-    std::fputs(IorUsage().c_str(), stdout);
+    if (say) std::fputs(IorUsage().c_str(), stdout);
     return 0;
   }
-  if (Status st = Preflight(*o); !st.ok()) {
+  Status pre = Preflight(*o);
+  if (!pre.ok()) {
     std::fprintf(stderr, "sfs-bench ior: %s\n",
-                 st.message().empty() ? st.ToString().c_str() : st.message().c_str());
-    return 1;
+                 pre.message().empty() ? pre.ToString().c_str() : pre.message().c_str());
   }
+  if (!MpiAllOk(pre.ok())) return 1;
   const IorOptions& opts = *o;
   TaskRunResult run =
-      RunTasks(opts.ntasks(), [&opts](TaskContext& ctx) { return TaskMain(opts, ctx); });
+      RunAllTasks(opts.ntasks(), [&opts](TaskContext& ctx) { return TaskMain(opts, ctx); });
+  if (!run.reporter) return 0;
   if (!opts.keep && (run.interrupted || run.failed_tasks > 0)) Cleanup(opts);
   RunReport report = BuildReport(opts, run);
   if (opts.json)

@@ -26,7 +26,10 @@ struct IorOptions {
   bool verify_write = false;       // -W: read back and check after the write phase
   bool verify_read = false;        // -R: check the data of the read phase
   int iterations = 1;              // -i
-  std::string path;                // -o; default "testFile" (POSIX) or "/testFile" (SFS)
+  // -o; default "testFile" (POSIX) or "/testFile" (SFS). Several paths
+  // (-o A,B: the same file seen through two mounts) are used round-robin:
+  // task i opens paths[i % paths.size()].
+  std::vector<std::string> paths;
   bool keep = false;               // -k
   bool json = false;               // --json
   bool drop_caches = false;        // --drop-caches: before every read phase
@@ -39,17 +42,25 @@ struct IorOptions {
 
 // Parses argv[1..] (argv[0] = "ior"). EINVAL with a one-line reason for bad
 // options or combinations (before any I/O). *help set for -h/--help.
-Result<IorOptions> ParseIorOptions(int argc, char** argv, bool* help);
+// mpi_size > 0: running under mpirun with that many ranks (the tasks).
+Result<IorOptions> ParseIorOptions(int argc, char** argv, bool* help, int mpi_size = 0);
 std::string IorUsage();
 // The header lines and JSON "options" of a run.
 std::vector<Param> IorParams(const IorOptions& o);
 
-// The file task `task` writes: the path itself for a shared file, else
-// "path.0000000N" (IOR's naming).
-std::string IorFileName(const IorOptions& o, int task);
+// The test path task `rank` works through: paths[rank % paths.size()].
+const std::string& IorPath(const IorOptions& o, int rank);
+// The file task `owner` writes, as task `rank` opens it (through rank's
+// path): the path itself for a shared file, else "path.0000000N" with N =
+// owner (IOR's naming). With -C, rank reads owner = (rank+1) % N's file.
+std::string IorFileName(const IorOptions& o, int rank, int owner);
+inline std::string IorFileName(const IorOptions& o, int task) {
+  return IorFileName(o, task, task);
+}
 
 // The subcommand: returns the exit status (0 ok; 1 verification errors or a
-// failed task; 2 usage; 130 interrupted).
-int RunIor(int argc, char** argv);
+// failed task; 2 usage; 130 interrupted). mpi_size > 0: under mpirun (the
+// ranks are the tasks; rank 0 prints the report).
+int RunIor(int argc, char** argv, int mpi_size = 0);
 
 }  // namespace sfs::bench

@@ -5,6 +5,7 @@
 #include "client/lib/client.h"
 #include "tools/bench/args.h"
 #include "tools/bench/ior.h"
+#include "tools/bench/tasks.h"
 
 namespace sfs::bench {
 namespace {
@@ -13,7 +14,8 @@ constexpr uint64_t kMaxTransfer = 1ULL << 30;  // one buffer per task is allocat
 
 struct RawIor {
   std::string api = "POSIX";
-  int64_t segments = 1, iterations = 1, ntasks = 1;
+  std::string paths;
+  int64_t segments = 1, iterations = 1, ntasks = kTasksNotGiven;
   bool fpp = false;
 };
 
@@ -33,9 +35,15 @@ void Register(ArgParser& p, IorOptions& o, RawIor& raw) {
   p.Flag("-W", &o.verify_write, "verify: read back and check the data after the write phase");
   p.Flag("-R", &o.verify_read, "verify: check the data read in the read phase");
   p.Int("-i", &raw.iterations, "iterations [1]");
-  p.Text("-o", &o.path, "test file path [testFile; /testFile with -a SFS]");
+  p.Text("-o", &raw.paths,
+         "test file path [testFile; /testFile with -a SFS]; several, comma-separated\n"
+         "                    (-o /mnt/a/f,/mnt/b/f: one file through two mounts): task i uses\n"
+         "                    path i % count, so with -C task i reads task i+1's data through\n"
+         "                    another mount");
   p.Flag("-k", &o.keep, "keep the test files");
-  p.Int("-np", &raw.ntasks, "tasks: processes forked on this node [1]");
+  p.Int("-np", &raw.ntasks,
+        "tasks: processes forked on this node [1]; under mpirun the MPI ranks are\n"
+        "                    the tasks (-np, if given, must equal their number)");
   p.Flag("--json", &o.json, "print the results as one JSON object");
   p.Flag("--drop-caches", &o.drop_caches, "drop the page cache before each read (needs root)");
   p.Int("--verify-seed-offset", &o.verify_seed_offset, nullptr);
@@ -59,8 +67,10 @@ Status CheckCombinations(const IorOptions& o) {
   if (o.backend.api == Api::kSfs) {
     if (o.backend.mds.empty()) return Status(EINVAL, "-a SFS needs --mds HOST:PORT");
     SFS_RETURN_IF_ERROR(client::ParseTransport(o.backend.transport).status());
-    if (o.path.empty() || o.path[0] != '/') {
-      return Status(EINVAL, "-o with -a SFS is a path inside the file system, starting with /");
+    for (const std::string& path : o.paths) {
+      if (path[0] != '/') {
+        return Status(EINVAL, "-o with -a SFS is a path inside the file system, starting with /");
+      }
     }
   } else if (!o.backend.mds.empty()) {
     return Status(EINVAL, "--mds is for -a SFS");
@@ -70,26 +80,52 @@ Status CheckCombinations(const IorOptions& o) {
   return Status::Ok();
 }
 
-Status Finish(const RawIor& raw, IorOptions* o) {
+// "-o A,B,C" → {A, B, C}; EINVAL for an empty element or more paths than tasks.
+Status SplitPaths(const std::string& list, int ntasks, std::vector<std::string>* out) {
+  out->clear();
+  size_t start = 0;
+  for (;;) {
+    size_t comma = list.find(',', start);
+    std::string p = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (p.empty()) return Status(EINVAL, "-o: empty path in '" + list + "'");
+    out->push_back(p);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (static_cast<int>(out->size()) > ntasks) {
+    return Status(EINVAL, "-o names " + std::to_string(out->size()) + " paths for " +
+                              std::to_string(ntasks) + " task(s): at most one path per task");
+  }
+  return Status::Ok();
+}
+
+Status Finish(const RawIor& raw, int mpi_size, IorOptions* o) {
   SFS_ASSIGN_OR_RETURN(o->backend.api, ParseApi(raw.api));
-  if (raw.ntasks < 1 || raw.ntasks > 4096) return Status(EINVAL, "-np must be in [1, 4096]");
+  SFS_RETURN_IF_ERROR(ResolveTasks(raw.ntasks, mpi_size, &o->geom.ntasks));
   if (raw.segments < 1) return Status(EINVAL, "-s must be at least 1");
   if (raw.iterations < 1) return Status(EINVAL, "-i must be at least 1");
-  o->geom.ntasks = static_cast<int>(raw.ntasks);
   o->geom.segments = static_cast<uint64_t>(raw.segments);
   o->geom.file_per_process = raw.fpp;
   o->iterations = static_cast<int>(raw.iterations);
   if (!o->write && !o->read) o->write = o->read = true;
-  if (o->path.empty()) o->path = o->backend.api == Api::kSfs ? "/testFile" : "testFile";
+  std::string list = raw.paths;
+  if (list.empty()) list = o->backend.api == Api::kSfs ? "/testFile" : "testFile";
+  SFS_RETURN_IF_ERROR(SplitPaths(list, o->geom.ntasks, &o->paths));
   SFS_RETURN_IF_ERROR(CheckGeometry(*o));
   return CheckCombinations(*o);
 }
 
 std::string Bool(bool b) { return b ? "yes" : "no"; }
 
+std::string JoinPaths(const std::vector<std::string>& paths) {
+  std::string out;
+  for (const std::string& p : paths) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
 }  // namespace
 
-Result<IorOptions> ParseIorOptions(int argc, char** argv, bool* help) {
+Result<IorOptions> ParseIorOptions(int argc, char** argv, bool* help, int mpi_size) {
   IorOptions o;
   RawIor raw;
   ArgParser p;
@@ -97,7 +133,7 @@ Result<IorOptions> ParseIorOptions(int argc, char** argv, bool* help) {
   SFS_RETURN_IF_ERROR(p.Parse(argc, argv));
   *help = p.help_requested();
   if (*help) return o;
-  SFS_RETURN_IF_ERROR(Finish(raw, &o));
+  SFS_RETURN_IF_ERROR(Finish(raw, mpi_size, &o));
   return o;
 }
 
@@ -112,7 +148,11 @@ std::string IorUsage() {
          p.Help() +
          "\nexamples:\n"
          "  sfs-bench ior -a POSIX -F -np 4 -b 64M -t 1M -w -r -e -o /mnt/sfs/ior\n"
-         "  sfs-bench ior -a SFS --mds host:7700 -np 4 -b 16M -t 1M -s 4 -w -r -R -C -o /ior\n";
+         "  sfs-bench ior -a SFS --mds host:7700 -np 4 -b 16M -t 1M -s 4 -w -r -R -C -o /ior\n"
+         "  sfs-bench ior -np 4 -b 47008 -t 47008 -s 64 -w -W -r -R -C -o /mnt/a/f,/mnt/b/f\n"
+         "      (two mounts of one file system: even tasks write through /mnt/a, odd\n"
+         "       through /mnt/b, and each reads the other mount's blocks back)\n"
+         "  mpirun -np 8 sfs-bench ior -F -b 64M -t 1M -o /mnt/sfs/ior   (built with MPI)\n";
 }
 
 std::vector<Param> IorParams(const IorOptions& o) {
@@ -121,7 +161,7 @@ std::vector<Param> IorParams(const IorOptions& o) {
       {"api", ApiName(o.backend.api)},
       {"mds", o.backend.mds},
       {"transport", o.backend.api == Api::kSfs ? o.backend.transport : ""},
-      {"test_file", o.path},
+      {"test_file", JoinPaths(o.paths)},
       {"access", g.file_per_process ? "file-per-process" : "single-shared-file"},
       {"ordering", o.random ? "random" : "sequential"},
       {"reorder_tasks", Bool(o.reorder)},
@@ -138,11 +178,16 @@ std::vector<Param> IorParams(const IorOptions& o) {
   };
 }
 
-std::string IorFileName(const IorOptions& o, int task) {
-  if (!o.geom.file_per_process) return o.path;
+const std::string& IorPath(const IorOptions& o, int rank) {
+  return o.paths[static_cast<size_t>(rank) % o.paths.size()];
+}
+
+std::string IorFileName(const IorOptions& o, int rank, int owner) {
+  const std::string& path = IorPath(o, rank);
+  if (!o.geom.file_per_process) return path;
   char suffix[16];
-  std::snprintf(suffix, sizeof(suffix), ".%08d", task);
-  return o.path + suffix;
+  std::snprintf(suffix, sizeof(suffix), ".%08d", owner);
+  return path + suffix;
 }
 
 }  // namespace sfs::bench

@@ -1,11 +1,13 @@
 // `sfs-bench`: IOR- and mdtest-style benchmarks for StripeFS, through a
 // mount (or any directory) with -a POSIX, or through libsfs with -a SFS.
+// Built with MPI and started by mpirun, the MPI ranks are the tasks.
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "tools/bench/ior.h"
 #include "tools/bench/mdtest.h"
+#include "tools/bench/tasks.h"
 
 namespace {
 
@@ -19,17 +21,24 @@ constexpr const char* kUsage =
     "\n"
     "Run 'sfs-bench COMMAND --help' for a command's options.\n";
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Dispatch(int argc, char** argv, int mpi_size) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
       std::strcmp(argv[1], "help") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
-  if (cmd == "ior") return sfs::bench::RunIor(argc - 1, argv + 1);
-  if (cmd == "mdtest") return sfs::bench::RunMdtest(argc - 1, argv + 1);
+  if (cmd == "ior") return sfs::bench::RunIor(argc - 1, argv + 1, mpi_size);
+  if (cmd == "mdtest") return sfs::bench::RunMdtest(argc - 1, argv + 1, mpi_size);
   std::fprintf(stderr, "sfs-bench: unknown command '%s' (try 'sfs-bench --help')\n", cmd.c_str());
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int mpi_size = sfs::bench::MpiStart(&argc, &argv);
+  int rc = Dispatch(argc, argv, mpi_size);
+  sfs::bench::MpiFinish();
+  return rc;
 }

@@ -185,7 +185,7 @@ int TaskMain(const MdtestOptions& o, TaskContext& ctx) {
 
 struct RawMd {
   std::string api = "POSIX";
-  int64_t ntasks = 1, iterations = 1;
+  int64_t ntasks = kTasksNotGiven, iterations = 1;
   bool files_only = false, dirs_only = false;
 };
 
@@ -197,20 +197,19 @@ void Register(ArgParser& p, MdtestOptions& o, RawMd& raw) {
   p.Flag("-D", &raw.dirs_only, "directories only");
   p.Flag("-u", &o.unique_dir, "a working directory per task (else one shared)");
   p.Size("-w", &o.write_bytes, "bytes written to each file, read back in the read phase [0]");
-  p.Int("-np", &raw.ntasks, "tasks: processes forked on this node [1]");
+  p.Int("-np", &raw.ntasks, "tasks: processes forked on this node [1]; under mpirun, the ranks");
   p.Int("-i", &raw.iterations, "iterations [1]");
   p.Text("-d", &o.base, "base directory [.; / with -a SFS]");
   p.Flag("--json", &o.json, "print the results as one JSON object");
 }
 
-Status Finish(const RawMd& raw, MdtestOptions* o) {
+Status Finish(const RawMd& raw, int mpi_size, MdtestOptions* o) {
   SFS_ASSIGN_OR_RETURN(o->backend.api, ParseApi(raw.api));
-  if (raw.ntasks < 1 || raw.ntasks > 4096) return Status(EINVAL, "-np must be in [1, 4096]");
+  SFS_RETURN_IF_ERROR(ResolveTasks(raw.ntasks, mpi_size, &o->ntasks));
   if (raw.iterations < 1) return Status(EINVAL, "-i must be at least 1");
   if (o->items < 1) return Status(EINVAL, "-n must be at least 1");
   if (raw.files_only && raw.dirs_only) return Status(EINVAL, "-F and -D exclude each other");
   if (o->write_bytes > (64u << 20)) return Status(EINVAL, "-w must be at most 64M");
-  o->ntasks = static_cast<int>(raw.ntasks);
   o->iterations = static_cast<int>(raw.iterations);
   o->files = !raw.dirs_only;
   o->dirs = !raw.files_only;
@@ -276,7 +275,7 @@ Status Preflight(const MdtestOptions& o) {
 
 }  // namespace
 
-Result<MdtestOptions> ParseMdtestOptions(int argc, char** argv, bool* help) {
+Result<MdtestOptions> ParseMdtestOptions(int argc, char** argv, bool* help, int mpi_size) {
   MdtestOptions o;
   RawMd raw;
   ArgParser p;
@@ -284,7 +283,7 @@ Result<MdtestOptions> ParseMdtestOptions(int argc, char** argv, bool* help) {
   SFS_RETURN_IF_ERROR(p.Parse(argc, argv));
   *help = p.help_requested();
   if (*help) return o;
-  SFS_RETURN_IF_ERROR(Finish(raw, &o));
+  SFS_RETURN_IF_ERROR(Finish(raw, mpi_size, &o));
   return o;
 }
 
@@ -302,26 +301,31 @@ std::string MdtestUsage() {
          "  sfs-bench mdtest -a SFS --mds host:7700 -np 4 -n 1000 -F -w 4K -d /md\n";
 }
 
-int RunMdtest(int argc, char** argv) {
+int RunMdtest(int argc, char** argv, int mpi_size) {
   bool help = false;
-  Result<MdtestOptions> o = ParseMdtestOptions(argc, argv, &help);
+  const bool say = MpiRank() == 0;  // under mpirun, rank 0 speaks for all
+  Result<MdtestOptions> o = ParseMdtestOptions(argc, argv, &help, mpi_size);
   if (!o.ok()) {
-    std::fprintf(stderr, "sfs-bench mdtest: %s (see sfs-bench mdtest --help)\n",
-                 o.status().message().c_str());
+    if (say) {
+      std::fprintf(stderr, "sfs-bench mdtest: %s (see sfs-bench mdtest --help)\n",
+                   o.status().message().c_str());
+    }
     return 2;
   }
   if (help) {
-    std::fputs(MdtestUsage().c_str(), stdout);
+    if (say) std::fputs(MdtestUsage().c_str(), stdout);
     return 0;
   }
-  if (Status st = Preflight(*o); !st.ok()) {
+  Status pre = Preflight(*o);
+  if (!pre.ok()) {
     std::fprintf(stderr, "sfs-bench mdtest: %s\n",
-                 st.message().empty() ? st.ToString().c_str() : st.message().c_str());
-    return 1;
+                 pre.message().empty() ? pre.ToString().c_str() : pre.message().c_str());
   }
+  if (!MpiAllOk(pre.ok())) return 1;
   const MdtestOptions& opts = *o;
   TaskRunResult run =
-      RunTasks(opts.ntasks, [&opts](TaskContext& ctx) { return TaskMain(opts, ctx); });
+      RunAllTasks(opts.ntasks, [&opts](TaskContext& ctx) { return TaskMain(opts, ctx); });
+  if (!run.reporter) return 0;
   if (run.interrupted || run.failed_tasks > 0) Cleanup(opts, run);
   RunReport report = BuildReport(opts, run);
   if (opts.json)

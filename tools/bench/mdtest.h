@@ -30,10 +30,11 @@ struct MdtestOptions {
 };
 
 // Parses argv[1..] (argv[0] = "mdtest"); EINVAL with a one-line reason.
-Result<MdtestOptions> ParseMdtestOptions(int argc, char** argv, bool* help);
+// mpi_size > 0: under mpirun with that many ranks (the tasks).
+Result<MdtestOptions> ParseMdtestOptions(int argc, char** argv, bool* help, int mpi_size = 0);
 std::string MdtestUsage();
 
 // The subcommand: returns the exit status (0 ok, 1 failure, 2 usage, 130 interrupted).
-int RunMdtest(int argc, char** argv);
+int RunMdtest(int argc, char** argv, int mpi_size = 0);
 
 }  // namespace sfs::bench

@@ -38,6 +38,18 @@ bool WriteAll(int fd, const void* p, size_t n) {
   return true;
 }
 
+// A forked task's TaskContext: pipes to and from the parent.
+class PipeTaskContext final : public TaskContext {
+ public:
+  PipeTaskContext(int rank, int ntasks, int up_fd, int down_fd)
+      : TaskContext(rank, ntasks), up_(up_fd), down_(down_fd) {}
+  Status Barrier() override;
+  Status Report(const TaskRecord& r) override;
+
+ private:
+  int up_, down_;
+};
+
 struct Child {
   pid_t pid = -1;
   int up = -1;    // parent reads
@@ -91,7 +103,7 @@ class SignalScope {
     ::close(kids[i].up);
     ::close(kids[i].down);
   }
-  TaskContext ctx(rank, static_cast<int>(kids.size()), up, down);
+  PipeTaskContext ctx(rank, static_cast<int>(kids.size()), up, down);
   int code = body(ctx);
   std::fflush(stdout);
   std::fflush(stderr);
@@ -241,7 +253,7 @@ bool DropCaches() {
   return ok;
 }
 
-Status TaskContext::Barrier() {
+Status PipeTaskContext::Barrier() {
   char b = kBarrier;
   if (!WriteAll(up_, &b, 1)) return Status(ECANCELED, "run aborted");
   for (;;) {
@@ -252,7 +264,7 @@ Status TaskContext::Barrier() {
   }
 }
 
-Status TaskContext::Report(const TaskRecord& r) {
+Status PipeTaskContext::Report(const TaskRecord& r) {
   char msg[1 + sizeof(TaskRecord)];  // < PIPE_BUF: one atomic write
   msg[0] = kRecord;
   std::memcpy(msg + 1, &r, sizeof(r));
