@@ -20,3 +20,10 @@ fi
 if [ "${SFS_RDMA:-0}" = 1 ]; then
   ../shared/rdma-vm/run meson test -C "$BUILD_DIR" --setup rdma --suite rdma --no-rebuild --print-errorlogs
 fi
+# One closing line that any CI reads: the meson test results.
+python3 - "$BUILD_DIR/meson-logs/testlog.json" <<'PY'
+import json, sys
+res = [json.loads(l)["result"] for l in open(sys.argv[1]) if l.strip()]
+ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
+print(f"tests: {ok} passed, {len(res) - ok} failed")
+PY
