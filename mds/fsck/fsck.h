@@ -22,6 +22,12 @@
 //   - every object file belongs to an inode, a migration, a stale layout or a
 //     queued destroy (repair: delete the stray object and its sidecar);
 //   - every crc sidecar has its object (repair: delete the sidecar);
+//   - every object with a sidecar verifies: each 4 KiB chunk's data matches
+//     one of its two crc slots (oss/store/crc_sidecar.h), else one problem per
+//     chunk names the OST, oid and offset. Not repairable (fsck cannot know
+//     the right bytes; the OSS already answers EIO for them, never the bad
+//     bytes). Run it with no client writing: a chunk caught between its data
+//     and crc updates may be reported.
 //   - the object holding a regular file's last byte exists when size > 0
 //     (other objects may be holes: objects are created by their first write).
 //     Not repairable: the data is gone; reported so the file can be restored.
@@ -51,7 +57,8 @@ struct Problem {
 struct Report {
   std::vector<Problem> problems;
   uint64_t inodes = 0, dentries = 0, orphans = 0, queued_destroys = 0;
-  uint64_t objects = 0;  // object files seen on the OSTs given
+  uint64_t objects = 0;           // object files seen on the OSTs given
+  uint64_t objects_verified = 0;  // of those, checked against a crc sidecar
   bool clean() const { return problems.empty(); }
 };
 
@@ -68,6 +75,9 @@ struct OstObject {
 Result<std::vector<OstObject>> ListOstObjects(const std::string& ost_dir);
 // The path of an object's data file in ost_dir (oss/store/object_store.h).
 std::string ObjectPath(const std::string& ost_dir, uint64_t oid);
+// Offsets of the chunks of the object file at path that match neither crc
+// slot of their entry in path + ".crc" (format in oss/store/crc_sidecar.h).
+Result<std::vector<uint64_t>> CorruptChunks(const std::string& path);
 // The uuid in <ost_dir>/ost_uuid.
 Result<std::string> ReadOstUuid(const std::string& ost_dir);
 

@@ -39,6 +39,8 @@ class Checker {
   Status CheckOsts();
   // Checks one OST dir's files; adds the objects it holds to present_.
   Status CheckOst(const std::string& dir, uint32_t index, const std::set<ObjKey>& known);
+  // Verifies one object file against its crc sidecar (fsck.h).
+  Status VerifyObject(const std::string& path, uint32_t index, uint64_t oid);
   void CheckMissingObjects(const std::set<uint32_t>& checked);
   Result<uint32_t> OstIndexOf(const std::string& dir);
 

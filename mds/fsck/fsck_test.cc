@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "mds/namespace/test_util.h"
+#include "oss/store/object_store.h"
 
 namespace sfs::mds {
 namespace {
@@ -81,8 +82,9 @@ class FsckTest : public NamespaceTest {
     std::ofstream(dir + "/ost_uuid") << "uuid-0\n";
     return dir;
   }
+  // Zeros, so that an empty sidecar (all holes) verifies.
   void WriteObject(const std::string& path, size_t bytes) {
-    std::ofstream(path) << std::string(bytes, 'x');
+    std::ofstream(path) << std::string(bytes, '\0');
   }
   void TearDown() override {
     std::filesystem::remove_all(dir_ + "-ost0");
@@ -161,7 +163,7 @@ TEST_F(FsckTest, ObjectsOnTheOstAreCrossCheckedWithTheLayouts) {
     ASSERT_TRUE(ns_->Close(RootCtx(), close).ok());
   }
   WriteObject(fsck::ObjectPath(ost, oids[0]), 100);
-  WriteObject(fsck::ObjectPath(ost, oids[0]) + ".crc", 8);
+  WriteObject(fsck::ObjectPath(ost, oids[0]) + ".crc", 0);
   auto clean = Run(false, {ost});
   ASSERT_TRUE(clean.ok()) << clean.status().ToString();
   ASSERT_EQ(clean->problems.size(), 1u) << "b's object was never written";
@@ -171,8 +173,8 @@ TEST_F(FsckTest, ObjectsOnTheOstAreCrossCheckedWithTheLayouts) {
 
   // Damage: a stray object (with sidecar) and a sidecar without its object.
   WriteObject(fsck::ObjectPath(ost, 999999), 10);
-  WriteObject(fsck::ObjectPath(ost, 999999) + ".crc", 8);
-  WriteObject(fsck::ObjectPath(ost, 888888) + ".crc", 8);
+  WriteObject(fsck::ObjectPath(ost, 999999) + ".crc", 0);
+  WriteObject(fsck::ObjectPath(ost, 888888) + ".crc", 0);
   ExpectFoundAndRepaired({"stray object 0:999999", "crc sidecar without its object"}, {ost});
   EXPECT_FALSE(std::filesystem::exists(fsck::ObjectPath(ost, 999999)));
   EXPECT_FALSE(std::filesystem::exists(fsck::ObjectPath(ost, 999999) + ".crc"));
@@ -187,6 +189,63 @@ TEST_F(FsckTest, ObjectsOnTheOstAreCrossCheckedWithTheLayouts) {
   EXPECT_NE(missing->problems[0].text.find("object 0:" + std::to_string(oids[1])),
             std::string::npos);
   EXPECT_FALSE(missing->problems[0].repaired);
+}
+
+TEST_F(FsckTest, AFlippedByteInAnObjectIsReportedAsItsChunkAndNotRepaired) {
+  auto s = Mkdir(kRootIno, "s");
+  proto::SetLayoutReq set;
+  set.set_ino(s->ino());
+  set.mutable_layout()->set_stripe_count(1);
+  set.mutable_layout()->set_start_ost(0);
+  ASSERT_TRUE(ns_->SetLayout(RootCtx(), set).ok());
+  constexpr size_t kSize = 5 * 4096 + 123;  // the last chunk partly written
+  std::vector<uint64_t> oids;
+  for (const char* name : {"bad", "good"}) {
+    auto o = Create(s->ino(), name);
+    ASSERT_TRUE(o.ok());
+    oids.push_back(o->layout().objects(0).oid());
+    proto::CloseReq close;
+    close.set_ino(o->attr().ino());
+    close.set_open_id(o->open_id());
+    close.set_has_size(true);
+    close.set_size_hint(kSize);
+    ASSERT_TRUE(ns_->Close(RootCtx(), close).ok());
+  }
+  // Both objects written (with their sidecars) by the OSS's own store.
+  std::string ost = dir_ + "-ost0";
+  {
+    auto store = oss::OpenFileObjectStore(ost);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    std::vector<uint8_t> data(kSize);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
+    for (uint64_t oid : oids) ASSERT_TRUE((*store)->Write(oid, 0, data, true).ok());
+  }
+  std::ofstream(ost + "/ost_uuid") << "uuid-0\n";  // index 0 in the fixture's registry
+  auto clean = Run(false, {ost});
+  ASSERT_TRUE(clean.ok()) << clean.status().ToString();
+  for (const auto& p : clean->problems) ADD_FAILURE() << p.text;
+  EXPECT_EQ(clean->objects_verified, 2u);
+
+  // One bit flipped in chunk 2 of "bad" (bytes 8192..12287).
+  std::string path = fsck::ObjectPath(ost, oids[0]);
+  int fd = open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  uint8_t b = 0;
+  ASSERT_EQ(pread(fd, &b, 1, 9000), 1);
+  b ^= 0x10;
+  ASSERT_EQ(pwrite(fd, &b, 1, 9000), 1);
+  close(fd);
+  for (bool repair : {false, true}) {
+    auto r = Run(repair, {ost});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->problems.size(), 1u);
+    const std::string& text = r->problems[0].text;
+    EXPECT_NE(text.find("OST 0: oid " + std::to_string(oids[0]) + " offset 8192 "),
+              std::string::npos)
+        << text;
+    EXPECT_FALSE(r->problems[0].repaired) << "fsck cannot know the right bytes";
+  }
+  EXPECT_TRUE(std::filesystem::exists(path)) << "a repair must not delete data";
 }
 
 TEST_F(FsckTest, AQueuedDestroyOfALiveObjectIsDropped) {

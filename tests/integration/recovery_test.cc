@@ -128,11 +128,16 @@ class RecoveryTest : public ClusterPerTest {
     std::string online_out;
     EXPECT_EQ(RunShell(online, &online_out), 0) << online << "\n" << online_out;
     ASSERT_TRUE(cluster().KillMds(SIGTERM).ok());
+    std::string out;
+    EXPECT_EQ(OfflineFsck(&out), 0) << out;
+  }
+  // Runs the offline fsck over the (stopped) MDS's data and every OST; its
+  // exit status, with the command line and its output in *out.
+  int OfflineFsck(std::string* out) {
     std::string cmd = SfsBinary() + " fsck --mds-data " + cluster().root() + "/mds";
     for (int i = 0; i < cluster().num_oss(); ++i) cmd += " --ost " + cluster().ost_dir(i);
-    std::string out;
-    int rc = RunShell(cmd, &out);
-    EXPECT_EQ(rc, 0) << cmd << "\n" << out;
+    *out = cmd + "\n";
+    return RunShell(cmd, out);
   }
 
   std::unique_ptr<Client> client_;
@@ -401,7 +406,8 @@ TEST_F(RecoveryTest, AnOpenUnlinkedFileSurvivesAnMdsRestart) {
 }
 
 // (e) A byte flipped in an object file on disk reads as EIO through the
-// mount, and the OSS logs a line naming the object.
+// mount, the OSS logs a line naming the object, and the offline fsck reports
+// that chunk (and nothing else).
 TEST_F(RecoveryTest, AFlippedByteOnDiskIsEioAndLogged) {
   std::string dir = StripedDir("flip");
   std::vector<uint8_t> data = ChunkBytes(3, 1);
@@ -444,6 +450,15 @@ TEST_F(RecoveryTest, AFlippedByteOnDiskIsEioAndLogged) {
       },
       milliseconds(5000)))
       << "no log line naming oid " << o.oid << " in " << log;
+  client_.reset();
+  ASSERT_TRUE(cluster().KillMds(SIGTERM).ok());
+  std::string out;
+  EXPECT_EQ(OfflineFsck(&out), 1) << out;
+  std::string want = "OST " + std::to_string(o.ost) + ": oid " + std::to_string(o.oid) +
+                     " offset 0 ";  // byte 1000 is in the object's first 4 KiB chunk
+  EXPECT_NE(out.find(want), std::string::npos) << "want '" << want << "' in\n" << out;
+  EXPECT_EQ(out.find("corrupt data"), out.rfind("corrupt data")) << "one problem only:\n" << out;
+  EXPECT_NE(out.find(" 1 problem(s)"), std::string::npos) << out;
 }
 
 class OrphanReapTest : public RecoveryTest {

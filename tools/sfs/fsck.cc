@@ -35,8 +35,10 @@ constexpr const char* kFsckUsage =
     "\n"
     "Offline: cross-checks the MDS namespace (dentries, inodes, link counts, orphan and\n"
     "destroy records) and the given OST directories (stray objects, missing objects,\n"
-    "crc sidecars without objects). --repair removes dangling dentries, fixes link\n"
-    "counts, removes stray objects and links lost inodes into /lost+found.\n"
+    "crc sidecars without objects, and each object's data against its crc sidecar:\n"
+    "one line per corrupt 4 KiB chunk, naming OST, oid and offset). --repair removes\n"
+    "dangling dentries, fixes link counts, removes stray objects and links lost inodes\n"
+    "into /lost+found; it reports corrupt data but cannot fix it.\n"
     "Online: walks the namespace and reports regular files whose last object is missing.\n"
     "Exit: 0 clean, 1 problems found, 2 usage, 8 operational error.\n";
 
@@ -74,12 +76,13 @@ int Offline(std::string mds_data, const std::vector<std::string>& osts, bool rep
   }
   std::fprintf(stderr,
                "sfs fsck: %llu inodes, %llu dentries, %llu orphans, %llu queued destroys, %llu "
-               "objects on %zu OST(s): %zu problem(s)%s\n",
+               "objects (%llu verified against crcs) on %zu OST(s): %zu problem(s)%s\n",
                static_cast<unsigned long long>(report->inodes),
                static_cast<unsigned long long>(report->dentries),
                static_cast<unsigned long long>(report->orphans),
                static_cast<unsigned long long>(report->queued_destroys),
-               static_cast<unsigned long long>(report->objects), osts.size(),
+               static_cast<unsigned long long>(report->objects),
+               static_cast<unsigned long long>(report->objects_verified), osts.size(),
                report->problems.size(), repair ? " (repair mode)" : "");
   return report->clean() ? 0 : kExitProblems;
 }
