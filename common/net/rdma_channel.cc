@@ -30,6 +30,7 @@
 #include "common/net/rdma_conn.h"
 #include "common/net/rdma_mr_cache.h"
 #include "common/net/rdma_transport.h"
+#include "common/rpc/bulk_copy_stats.h"
 
 namespace sfs::rpc {
 namespace {
@@ -290,6 +291,7 @@ bool Core::VerifyReply(RdmaCall& c) {
   if (!net::VerifyBody(h, payload, bulk).ok()) return false;
   if (!remote && !c.bulk_in.empty()) {  // an inline bulk for a caller that gave a buffer
     std::memcpy(c.bulk_in.data(), c.resp.bulk.data(), c.resp.bulk.size());
+    rpc::BulkCopyStats::AddCopied(c.resp.bulk.size());
     c.resp.bulk.clear();
   }
   c.resp.bulk_len = h.bulk_len;

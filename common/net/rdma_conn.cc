@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/net/rdma_wire.h"
+#include "common/rpc/bulk_copy_stats.h"
 
 namespace sfs::net::rdma {
 namespace {
@@ -17,6 +19,13 @@ constexpr int kSendSlots = kRecvDepth + 1;  // credits bound the SENDs in flight
 constexpr int kCqDepth = kSqDepth + kRecvDepth;
 
 uint64_t WrId(Tag t, uint64_t v) { return (v << 2) | t; }
+
+// A frame's inline bulk is memcpy'd into the send slots by PumpLocked.
+void CountInlineBulk(const std::string& frame) {
+  if (frame.size() < kHeaderSize) return;
+  Result<FrameHeader> h = DecodeHeader(reinterpret_cast<const uint8_t*>(frame.data()));
+  if (h.ok() && (h->flags & kFlagBulkRemote) == 0) rpc::BulkCopyStats::AddCopied(h->bulk_len);
+}
 
 }  // namespace
 
@@ -76,6 +85,7 @@ Status Conn::PostRecv(int slot) {
 }
 
 bool Conn::SendFrame(std::string bytes) {
+  CountInlineBulk(bytes);
   std::lock_guard<std::mutex> l(mu_);
   if (closed_) return false;
   queue_.push_back(Item{std::move(bytes), nullptr, 0});
@@ -87,6 +97,7 @@ bool Conn::PostBulk(std::shared_ptr<BulkOp> op) {
   std::lock_guard<std::mutex> l(mu_);
   if (closed_) return false;
   op->chunks_left = (op->len + kChunk - 1) / kChunk;
+  rpc::BulkCopyStats::AddRdma(op->len);
   op->posted = 0;
   ops_.insert(op);
   queue_.push_back(Item{{}, std::move(op), 0});

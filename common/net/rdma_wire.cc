@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "common/rpc/bulk_copy_stats.h"
+
 namespace sfs::net::rdma {
 namespace {
 
@@ -51,6 +53,7 @@ std::string EncodeStreamFrame(FrameHeader h, std::string_view payload,
   if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());
   p += payload.size();
   if (!inline_bulk.empty()) std::memcpy(p, inline_bulk.data(), inline_bulk.size());
+  rpc::BulkCopyStats::AddCopied(inline_bulk.size());
   p += inline_bulk.size();
   if (desc != nullptr) EncodeDesc(*desc, p);
   return out;
@@ -93,6 +96,7 @@ void FrameAssembler::Extract(StreamFrame* f) {
   p += h.payload_len;
   size_t inline_len = (h.flags & kFlagBulkRemote) ? 0 : h.bulk_len;
   f->inline_bulk.assign(p, p + inline_len);
+  rpc::BulkCopyStats::AddCopied(2 * inline_len);  // this assign, and Feed's append to buf_
   p += inline_len;
   if (h.flags & kFlagDesc) f->desc = DecodeDesc(p);
   start_ += cur_total_;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/rpc/bulk_copy_stats.h"
 
 namespace sfs::oss {
 namespace {
@@ -58,6 +59,7 @@ Result<uint64_t> CheckedObject::Read(uint64_t off, std::span<uint8_t> dest) {
     SFS_ASSIGN_OR_RETURN(uint64_t n, ReadChunk(c, bounce));
     if (n > 0) SFS_RETURN_IF_ERROR(Verify(c, entries[c - first], bounce));
     std::memcpy(dest.data() + (a - off), bounce.data() + (a - c * kCrcChunk), b - a);
+    rpc::BulkCopyStats::AddCopied(b - a);
     if (n > 0) data_end = std::max(data_end, c * kCrcChunk + n);
     return Status::Ok();
   };
@@ -139,6 +141,7 @@ Status CheckedObject::Write(uint64_t off, std::span<const uint8_t> data) {
     }
     SFS_RETURN_IF_ERROR(Settle(first + i, &e, buf, /*must_match=*/true));
     std::memcpy(buf.data() + (a - cb), data.data() + (a - off), b - a);
+    rpc::BulkCopyStats::AddCopied(b - a);
     e.pending = ChunkCrc(buf);
   }
   return Mutate(first, entries, [&] { return WriteAll(env_, data_fd_, data, off); });
