@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config g++ libleveldb-dev libprotobuf-dev protobuf-compiler
       libboost-dev libgtest-dev libgmock-dev libfuse3-dev fuse3 libibverbs-dev librdmacm-dev
-      attr rsync git tar util-linux procps python3)
+      attr rsync git tar util-linux procps python3 iproute2 nftables)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
