@@ -37,5 +37,6 @@ import json, os, sys
 res = [json.loads(l)["result"] for f in sys.argv[1:] if os.path.exists(f)
        for l in open(f) if l.strip()]
 ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
-print(f"tests: {ok} passed, {len(res) - ok} failed")
+skipped = sum(r == "SKIP" for r in res)
+print(f"tests: {ok} passed, {len(res) - ok - skipped} failed, {skipped} skipped")
 PY
