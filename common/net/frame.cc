@@ -5,26 +5,9 @@
 #include <cstring>
 
 #include "common/crc32c.h"
+#include "common/net/endian.h"
 
 namespace sfs::net {
-namespace {
-
-void Put16(uint8_t* p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
-void Put32(uint8_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) p[i] = v >> (8 * i); }
-void Put64(uint8_t* p, uint64_t v) { for (int i = 0; i < 8; ++i) p[i] = v >> (8 * i); }
-uint16_t Get16(const uint8_t* p) { return p[0] | (p[1] << 8); }
-uint32_t Get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t Get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
-}  // namespace
 
 void EncodeHeader(const FrameHeader& h, uint8_t* out) {
   std::memset(out, 0, kHeaderSize);

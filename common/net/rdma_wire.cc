@@ -3,25 +3,10 @@
 
 #include <cstring>
 
+#include "common/net/endian.h"
 #include "common/rpc/bulk_copy_stats.h"
 
 namespace sfs::net::rdma {
-namespace {
-
-void Put32(uint8_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) p[i] = v >> (8 * i); }
-void Put64(uint8_t* p, uint64_t v) { for (int i = 0; i < 8; ++i) p[i] = v >> (8 * i); }
-uint32_t Get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t Get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
-}  // namespace
 
 void EncodeDesc(const BulkDesc& d, uint8_t* out) {
   Put64(out, d.out_addr);
