@@ -26,6 +26,8 @@ client::File& FileOf(const fuse_file_info* fi) { return *HandleOf(fi)->file; }
 
 }  // namespace
 
+const client::File* FileOfHandle(const fuse_file_info* fi) { return &FileOf(fi); }
+
 void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const client::Attr& a,
                         fuse_file_info* fi, bool with_entry) {
   if (with_entry) nodes_.Ref(a.ino);

@@ -185,7 +185,10 @@ void FuseOps::OnGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void FuseOps::OnSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_set,
                         fuse_file_info* fi) {
-  Result<client::Attr> a = client_->SetAttr(CredOf(req), ino, ToSetAttrArgs(*st, to_set));
+  // ftruncate comes with its file handle: an fd opened for writing may truncate.
+  const client::File* via =
+      (to_set & FUSE_SET_ATTR_SIZE) && fi != nullptr && fi->fh != 0 ? FileOfHandle(fi) : nullptr;
+  Result<client::Attr> a = client_->SetAttr(CredOf(req), ino, ToSetAttrArgs(*st, to_set), via);
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyAttr(req, *a);
 }

@@ -62,6 +62,9 @@
 
 namespace sfs::fuse {
 
+// The libsfs File behind an open file handle (fi->fh of open/create).
+const client::File* FileOfHandle(const fuse_file_info* fi);
+
 struct FuseOptions {
   double entry_timeout = 1.0;       // seconds: entries naming directories
   double attr_timeout = 1.0;        // seconds: attributes of directories

@@ -310,7 +310,8 @@ Result<Attr> Client::GetAttr(const Cred& c, uint64_t ino) {
   return impl_->MergeLocal(std::move(a), false);
 }
 
-Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args) {
+Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args,
+                             const File* via) {
   if (args.valid & (kSetMtime | kSetMtimeNow | kSetAtime | kSetAtimeNow)) {
     // Report pending writes first: their size report carries a write mtime
     // that would otherwise land after (and undo) the times set here, as
@@ -322,7 +323,8 @@ Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& arg
   // Only a regular file has objects; the MDS gives the right errno for the rest.
   if (!S_ISREG(cur.mode)) return impl_->mds->SetAttr(c, ino, args);
   // Check before touching the objects: a refused truncate must not cut data.
-  if (!MayWrite(c, cur)) return Status(EACCES, "truncate: no write permission");
+  const bool via_writable_fd = via != nullptr && (via->flags_ & O_ACCMODE) != O_RDONLY;
+  if (!via_writable_fd && !MayWrite(c, cur)) return Status(EACCES, "truncate: no write permission");
   if (args.size > kMaxFileSize) return Status(EFBIG, "size too large");
   SFS_ASSIGN_OR_RETURN(LayoutSpec l, impl_->mds->GetLayout(c, ino));
   return impl_->Truncate(c, ino, l, args);

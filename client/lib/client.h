@@ -174,7 +174,10 @@ class Client {
 
   Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name);
   Result<Attr> GetAttr(const Cred& c, uint64_t ino);
-  Result<Attr> SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args);
+  // via: the open handle the change comes through (ftruncate). A handle opened
+  // for writing may truncate whatever the mode bits say now, as ftruncate(2) may.
+  Result<Attr> SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args,
+                       const File* via = nullptr);
 
   // Create-or-open (atomic at the MDS). With O_EXCL in flags an existing name
   // is EEXIST; O_TRUNC truncates an existing file. layout may be null (inherit).

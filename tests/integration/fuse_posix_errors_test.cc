@@ -172,6 +172,23 @@ TEST_F(FuseErrorsTest, AUserCannotOpenOrTruncateARootFileBeyondItsModeBits) {
   EXPECT_EQ(AsUser([&] { return ErrnoOf(access(r.c_str(), R_OK)); }), 0);
 }
 
+TEST_F(FuseErrorsTest, AnFdOpenedForWritingMayFtruncateAFileWhoseModeForbidsWriting) {
+  Mkdir("d", 0777);
+  std::string f = P("d/ro");
+  EXPECT_EQ(AsUser([&] {
+              int fd = open(f.c_str(), O_CREAT | O_EXCL | O_RDWR, 0444);
+              if (fd < 0) return errno;
+              int rc = ftruncate(fd, 100) == 0 && write(fd, "x", 1) == 1 ? 0 : errno;
+              close(fd);
+              return rc;
+            }),
+            0);
+  struct stat st {};
+  ASSERT_EQ(stat(f.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 100);
+  EXPECT_EQ(AsUser([&] { return ErrnoOf(truncate(f.c_str(), 0)); }), EACCES) << "by path: mode bits";
+}
+
 TEST_F(FuseErrorsTest, AUserCannotChmodOrChownWhatItDoesNotOwn) {
   Put("roots", "x", 0666);
   Mkdir("open", 0777);
