@@ -19,41 +19,14 @@
 #include "common/net/frame.h"
 #include "common/net/rdma_transport.h"
 #include "common/net/rdma_wire.h"
+#include "common/rpc/testing/echo_handler.h"
 
 namespace sfs::rpc {
 namespace {
 
 std::string g_host;  // the RDMA interface's address
 
-// Echoes payload; reply bulk = request bulk reversed; "read:N" returns N
-// patterned bytes; payload "sleep" blocks until released.
-class EchoHandler : public Handler {
- public:
-  void Handle(Request& req, Reply* reply) override {
-    calls++;
-    if (req.payload == "sleep") {
-      std::unique_lock<std::mutex> l(mu);
-      cv.wait(l, [&] { return released; });
-    }
-    if (req.payload.rfind("read:", 0) == 0) {
-      size_t n = std::stoul(req.payload.substr(5));
-      reply->bulk.resize(n);
-      for (size_t i = 0; i < n; ++i) reply->bulk[i] = static_cast<uint8_t>(i * 7 + 3);
-    } else {
-      reply->bulk.assign(req.bulk.rbegin(), req.bulk.rend());
-    }
-    reply->payload = "re:" + req.payload;
-  }
-  void Release() {
-    std::lock_guard<std::mutex> l(mu);
-    released = true;
-    cv.notify_all();
-  }
-  std::atomic<int> calls{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  bool released = false;
-};
+using test_support::EchoHandler;
 
 bool IsPattern(const uint8_t* p, size_t n) {
   for (size_t i = 0; i < n; ++i) {

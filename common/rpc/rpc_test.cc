@@ -1,6 +1,7 @@
 // The TCP RPC transport: many calls in flight, bulk both ways without loss,
 // deadlines, reconnect after a server restart, and garbage input.
 #include "common/rpc/rpc.h"
+#include "common/rpc/testing/echo_handler.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -18,34 +19,7 @@
 namespace sfs::rpc {
 namespace {
 
-// Echoes payload; reply bulk = request bulk reversed; payload "sleep" blocks until released.
-class EchoHandler : public Handler {
- public:
-  void Handle(Request& req, Reply* reply) override {
-    calls++;
-    if (req.payload == "sleep") {
-      std::unique_lock<std::mutex> l(mu);
-      cv.wait(l, [&] { return released; });
-    }
-    if (req.payload.rfind("read:", 0) == 0) {
-      size_t n = std::stoul(req.payload.substr(5));
-      reply->bulk.resize(n);
-      for (size_t i = 0; i < n; ++i) reply->bulk[i] = static_cast<uint8_t>(i * 7 + 3);
-    } else {
-      reply->bulk.assign(req.bulk.rbegin(), req.bulk.rend());
-    }
-    reply->payload = "re:" + req.payload;
-  }
-  void Release() {
-    std::lock_guard<std::mutex> l(mu);
-    released = true;
-    cv.notify_all();
-  }
-  std::atomic<int> calls{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  bool released = false;
-};
+using test_support::EchoHandler;
 
 class RpcTest : public ::testing::Test {
  protected:
