@@ -27,6 +27,7 @@
 #include <map>
 
 #include "common/log.h"
+#include "common/net/core_channel.h"
 #include "common/net/rdma_conn.h"
 #include "common/net/rdma_mr_cache.h"
 #include "common/net/rdma_transport.h"
@@ -543,26 +544,6 @@ Result<bool> Core::SendRaw(std::span<const uint8_t> bytes, std::chrono::millisec
   return state_cv_.wait_until(l, deadline, [&] { return closes_ > closes; });
 }
 
-class RdmaChannel final : public Channel {
- public:
-  RdmaChannel(ContextImpl* ctx, std::string address)
-      : core_(std::make_shared<Core>(ctx, std::move(address))) {}
-  ~RdmaChannel() override { core_->Shutdown(); }
-
-  std::shared_ptr<PendingCall> Start(uint16_t service, std::string payload,
-                                     std::span<const uint8_t> bulk_out, std::span<uint8_t> bulk_in,
-                                     const CallOptions& opts) override {
-    return core_->Start(service, std::move(payload), bulk_out, bulk_in, opts);
-  }
-  Status Wait(const std::shared_ptr<PendingCall>& call, Response* out) override {
-    return core_->Wait(call, out);
-  }
-  const std::string& address() const override { return core_->address(); }
-
- private:
-  std::shared_ptr<Core> core_;
-};
-
 Result<std::unique_ptr<RdmaContext>> ContextImpl::Make() {
   if (!RdmaDeviceAvailable()) return Status(ENODEV, "no RDMA device");
   std::unique_ptr<ContextImpl> ctx(new ContextImpl());
@@ -583,7 +564,7 @@ Result<std::unique_ptr<RdmaContext>> ContextImpl::Make() {
 }
 
 std::unique_ptr<Channel> ContextImpl::MakeRdmaChannel(const std::string& address) {
-  return std::make_unique<RdmaChannel>(this, address);
+  return std::make_unique<CoreChannel<Core>>(std::make_shared<Core>(this, address));
 }
 
 Result<bool> ContextImpl::SendRawForTest(const std::string& address, std::span<const uint8_t> bytes,

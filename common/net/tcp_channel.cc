@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/net/core_channel.h"
 #include "common/net/asio.h"
 #include "common/net/frame.h"
 #include "common/rpc/rpc.h"
@@ -373,26 +374,6 @@ void Core::Shutdown() {
   outq_.clear();
 }
 
-class TcpChannel final : public Channel {
- public:
-  TcpChannel(asio::io_context& io, std::string address)
-      : core_(std::make_shared<Core>(io, std::move(address))) {}
-  ~TcpChannel() override { core_->Shutdown(); }
-
-  std::shared_ptr<PendingCall> Start(uint16_t service, std::string payload,
-                                     std::span<const uint8_t> bulk_out, std::span<uint8_t> bulk_in,
-                                     const CallOptions& opts) override {
-    return core_->Start(service, std::move(payload), bulk_out, bulk_in, opts);
-  }
-  Status Wait(const std::shared_ptr<PendingCall>& call, Response* out) override {
-    return core_->Wait(call, out);
-  }
-  const std::string& address() const override { return core_->address(); }
-
- private:
-  std::shared_ptr<Core> core_;
-};
-
 class AsioIoContext final : public IoContext {
  public:
   explicit AsioIoContext(int threads) : guard_(asio::make_work_guard(io_)) {
@@ -404,7 +385,7 @@ class AsioIoContext final : public IoContext {
     for (auto& t : threads_) t.join();
   }
   std::unique_ptr<Channel> MakeTcpChannel(const std::string& address) override {
-    return std::make_unique<TcpChannel>(io_, address);
+    return std::make_unique<CoreChannel<Core>>(std::make_shared<Core>(io_, address));
   }
 
  private:
