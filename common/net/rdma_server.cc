@@ -4,7 +4,7 @@
 // request frames, and pulls each request's remote bulk with RDMA READ into
 // the Request's own vector (registered for that transfer only); once the
 // frame's crc checks out the request goes to the worker pool, where
-// Handler::Handle may block. A worker pushes the reply bulk straight from the
+// Handler::HandleAsync may block or keep its ReplyFn to answer later. A worker pushes the reply bulk straight from the
 // Reply's vector into the caller's buffer with RDMA WRITE, queued ahead of the
 // reply SEND on the same QP. A request whose remote bulk fails its crc gets a
 // kFlagBulkBad reply (the client re-registers and re-sends); any other bad
@@ -18,6 +18,7 @@
 #include "common/net/rdma_conn.h"
 #include "common/net/rdma_mr_cache.h"
 #include "common/net/rdma_transport.h"
+#include "common/rpc/reply_gate.h"
 
 namespace sfs::rpc {
 namespace {
@@ -100,6 +101,7 @@ class RdmaServer final : public Server {
   // Connections by id; progress thread only.
   std::map<rdma_cm_id*, std::shared_ptr<Conn>> conns_;
   WorkerPool workers_;
+  std::shared_ptr<ReplyGate> gate_ = std::make_shared<ReplyGate>();
 };
 
 Status RdmaServer::Listen() {
@@ -237,9 +239,12 @@ void RdmaServer::Dispatch(const std::shared_ptr<Conn>& c, std::shared_ptr<Stream
       LOG_WARN("rdma: request bulk from " << c->peer() << " failed its crc; asking for a re-send");
       SendBulkBad(c, f->header);
     } else {
-      Reply reply;
-      handler_->Handle(*req, &reply);
-      SendReply(c, *f, std::move(reply));
+      std::weak_ptr<Conn> weak = c;  // a held call must not keep a closed connection
+      handler_->HandleAsync(*req, [weak, f, gate = gate_](Reply reply) {
+        gate->RunIfOpen([&] {
+          if (auto conn = weak.lock()) SendReply(conn, *f, std::move(reply));
+        });
+      });
     }
   });
 }
@@ -292,6 +297,7 @@ void RdmaServer::SendReply(const std::shared_ptr<Conn>& c, const StreamFrame& re
 
 void RdmaServer::Stop() {
   if (stopped_.exchange(true) || !poller_) return;
+  gate_->Close();  // held ReplyFns go quiet; Stop does not wait for them
   poller_->RunSync([this] {
     if (listen_ != nullptr) rdma_destroy_id(listen_);
     listen_ = nullptr;

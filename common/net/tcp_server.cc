@@ -1,8 +1,8 @@
 // TCP server side of the RPC transport (Boost.Asio, C++20 coroutines).
 //
 // Threads: `io_threads` run the io_context (accept, frame reads, reply
-// writes); `worker_threads` run Handler::Handle, which may block (LevelDB
-// syncs, disk I/O). Each connection's socket is used only from its strand: a
+// writes); `worker_threads` run Handler::HandleAsync, which may block (LevelDB
+// syncs, disk I/O) or keep its ReplyFn and answer later from any thread. Each connection's socket is used only from its strand: a
 // read-loop coroutine decodes frames and posts each request to the worker
 // pool; a worker posts its reply back to the strand, where one writer
 // coroutine drains the reply queue with gathered writes (header, payload and
@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/net/asio.h"
 #include "common/net/frame.h"
+#include "common/rpc/reply_gate.h"
 #include "common/rpc/rpc.h"
 
 namespace sfs::rpc {
@@ -78,6 +79,7 @@ class TcpServer final : public Server {
 
   Handler* handler() const { return handler_; }
   asio::thread_pool& workers() { return workers_; }
+  const std::shared_ptr<ReplyGate>& gate() const { return gate_; }
   void Forget(ServerConn* c) {
     std::lock_guard<std::mutex> l(mu_);
     for (auto it = conns_.begin(); it != conns_.end(); ++it) {
@@ -96,6 +98,7 @@ class TcpServer final : public Server {
   asio::io_context io_;
   tcp::acceptor acceptor_;
   asio::thread_pool workers_;
+  std::shared_ptr<ReplyGate> gate_ = std::make_shared<ReplyGate>();
   std::vector<std::thread> io_threads_;
   uint16_t port_ = 0;
   std::atomic<bool> stopped_{false};
@@ -134,11 +137,17 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
       Close(st.ToString());
       co_return;
     }
-    uint64_t id = h->request_id;
-    asio::post(server_->workers(), [self, req, id] {
-      Reply reply;
-      self->server_->handler()->Handle(*req, &reply);
-      self->SendReply(req->service, id, std::move(reply));
+    // The ReplyFn holds the connection weakly: a held call must not keep a
+    // closed connection (and its socket) alive past the server.
+    std::weak_ptr<ServerConn> weak = self;
+    ReplyFn done = [weak, gate = server_->gate(), service = req->service,
+                    id = h->request_id](Reply reply) {
+      gate->RunIfOpen([&] {
+        if (auto conn = weak.lock()) conn->SendReply(service, id, std::move(reply));
+      });
+    };
+    asio::post(server_->workers(), [self, req, done = std::move(done)]() mutable {
+      self->server_->handler()->HandleAsync(*req, std::move(done));
     });
   }
 }
@@ -247,6 +256,7 @@ awaitable<void> TcpServer::AcceptLoop() {
 
 void TcpServer::Stop() {
   if (stopped_.exchange(true)) return;
+  gate_->Close();  // held ReplyFns go quiet; Stop does not wait for them
   asio::post(io_, [this] {
     boost::system::error_code ec;
     acceptor_.close(ec);

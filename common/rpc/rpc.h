@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -39,13 +40,28 @@ struct Reply {
   std::vector<uint8_t> bulk;
 };
 
+// Sends the reply of one call. Call it at most once, from any thread, at any
+// time: after the connection closed or Server::Stop() it does nothing.
+// Dropping it unanswered leaves the caller to its deadline.
+using ReplyFn = std::function<void(Reply)>;
+
 // Implemented by a service. Handle() runs on a worker thread and may block;
 // it is called concurrently for different requests. It must always fill
 // reply->payload (errors go inside the payload's status).
+//
+// HandleAsync() is what the servers call. A handler that answers some
+// requests later (a long poll, a call waiting for other clients) overrides
+// it, keeps `done` and returns at once, so a held call occupies no worker.
+// `req` is valid only during the call. The default runs Handle().
 class Handler {
  public:
   virtual ~Handler() = default;
   virtual void Handle(Request& req, Reply* reply) = 0;
+  virtual void HandleAsync(Request& req, ReplyFn done) {
+    Reply reply;
+    Handle(req, &reply);
+    done(std::move(reply));
+  }
 };
 
 struct ServerOptions {

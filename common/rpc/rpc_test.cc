@@ -199,6 +199,99 @@ TEST(RpcGarbagePeerTest, ClientBacksOffInsteadOfReconnectingInATightLoop) {
   EXPECT_GE(accepts.load(), 2);
 }
 
+// Holds every "hold" call until "release"; answers the rest at once.
+class HoldingHandler : public EchoHandler {
+ public:
+  void HandleAsync(Request& req, ReplyFn done) override {
+    if (req.payload == "hold") {
+      std::lock_guard<std::mutex> l(mu);
+      held.push_back(std::move(done));
+      return;
+    }
+    if (req.payload == "release") AnswerHeld("late");
+    EchoHandler::HandleAsync(req, std::move(done));
+  }
+  void AnswerHeld(const std::string& payload) {
+    std::vector<ReplyFn> fns;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      fns.swap(held);
+    }
+    for (auto& fn : fns) fn(Reply{payload, {}});
+  }
+  size_t Held() {
+    std::lock_guard<std::mutex> l(mu);
+    return held.size();
+  }
+  std::vector<ReplyFn> held;  // GUARDED_BY(mu)
+};
+
+class RpcHeldCallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = StartTcpServer(ServerOptions{}, &handler_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+    io_ = IoContext::Create(1);
+    chan_ = io_->MakeTcpChannel("127.0.0.1:" + std::to_string(server_->port()));
+  }
+  // Starts n "hold" calls and returns once the handler holds all of them.
+  std::vector<std::shared_ptr<PendingCall>> Hold(int n, int timeout_ms = 30000) {
+    std::vector<std::shared_ptr<PendingCall>> calls;
+    CallOptions opts{std::chrono::milliseconds(timeout_ms)};
+    for (int i = 0; i < n; ++i) calls.push_back(chan_->Start(kServiceMds, "hold", {}, {}, opts));
+    Response r;
+    while (handler_.Held() < static_cast<size_t>(n)) EXPECT_TRUE(chan_->Call(kServiceMds, "x", {}, {}, &r).ok());
+    return calls;
+  }
+  HoldingHandler handler_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<IoContext> io_;
+  std::unique_ptr<Channel> chan_;
+};
+
+TEST_F(RpcHeldCallTest, AHeldCallGetsItsDeferredReply) {
+  auto calls = Hold(1);
+  Response r;
+  ASSERT_TRUE(chan_->Call(kServiceMds, "release", {}, {}, &r).ok());
+  ASSERT_TRUE(chan_->Wait(calls[0], &r).ok());
+  EXPECT_EQ(r.payload, "late");
+}
+
+TEST_F(RpcHeldCallTest, ManyHeldCallsDoNotStarveNormalCalls) {
+  auto calls = Hold(64);  // 16x the 4 workers
+  for (int i = 0; i < 20; ++i) {
+    Response r;
+    ASSERT_TRUE(chan_->Call(kServiceMds, "n" + std::to_string(i), {}, {}, &r,
+                            CallOptions{std::chrono::milliseconds(5000)}).ok());
+    EXPECT_EQ(r.payload, "re:n" + std::to_string(i));
+  }
+  handler_.AnswerHeld("late");
+  for (auto& c : calls) {
+    Response r;
+    ASSERT_TRUE(chan_->Wait(c, &r).ok());
+    EXPECT_EQ(r.payload, "late");
+  }
+}
+
+TEST_F(RpcHeldCallTest, StopWithHeldCallsReturnsAndLateRepliesAreDropped) {
+  auto calls = Hold(8, 1500);
+  server_->Stop();
+  handler_.AnswerHeld("after-stop");  // must neither crash nor send
+  for (auto& c : calls) {
+    Response r;
+    EXPECT_FALSE(chan_->Wait(c, &r).ok() && r.payload == "after-stop");
+  }
+  server_.reset();
+}
+
+TEST_F(RpcHeldCallTest, ReplyFnsOutliveTheServerSafely) {
+  Hold(4);
+  server_.reset();  // destroyed with four ReplyFns still held
+  handler_.AnswerHeld("after-destroy");
+  EXPECT_EQ(handler_.Held(), 0u);
+}
+
 TEST(RpcAddressTest, ParseAddressRejectsMalformedAddresses) {
   std::string host;
   uint16_t port;
