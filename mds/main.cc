@@ -32,7 +32,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
-    "[--transport=auto|tcp|rdma]";
+    "[--lease-ms N (0 = no metadata leases)] [--transport=auto|tcp|rdma]";
 
 struct Flags {
   std::string data;
@@ -40,6 +40,7 @@ struct Flags {
   int64_t client_timeout_ms = 30000;
   int64_t ost_timeout_ms = 5000;
   rpc::TransportMode transport = rpc::TransportMode::kAuto;
+  int64_t lease_ms = 5000;  // metadata leases (mds/lease/lease_table.h)
 };
 
 [[noreturn]] void UsageError(const std::string& why) {
@@ -76,6 +77,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.client_timeout_ms = ParseMs(a, v);
     } else if (a == "--ost-timeout-ms") {
       f.ost_timeout_ms = ParseMs(a, v);
+    } else if (a == "--lease-ms") {
+      f.lease_ms = std::strcmp(v, "0") == 0 ? 0 : ParseMs(a, v);
     } else if (a == "--transport") {
       if (!rpc::ParseTransportMode(v, &f.transport)) UsageError("bad value for --transport");
     } else {
@@ -154,7 +157,18 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   ns.SetDestroyNotifier([&queue] { queue.Notify(); });
   queue.Start();
   Housekeeper housekeeper(&ns, &osts, flags.ost_timeout_ms);
-  MdsService service(&ns, &osts);
+  // Leases: only if an earlier instance granted some may a client still hold
+  // one, so only then do revocations wait out a grace period after start.
+  LeaseOptions lopts;
+  lopts.lease_ms = flags.lease_ms;
+  std::string marker = flags.data + "/leases_granted";
+  if (!std::filesystem::exists(marker)) lopts.grace_ms = 0;
+  lopts.on_first_grant = [marker] {
+    if (std::FILE* f = std::fopen(marker.c_str(), "w")) std::fclose(f);
+  };
+  LeaseTable leases(lopts);
+  leases.StartTimer();
+  MdsService service(&ns, &osts, &leases);
   rpc::ServerOptions sopts;
   sopts.host = host;
   sopts.port = port;

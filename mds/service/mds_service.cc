@@ -201,6 +201,15 @@ bool DispatchRegistry(OstRegistry* osts, const MdsRequest& r, MdsResponse* out) 
 
 }  // namespace
 
+void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
+  ns_->TouchClient(req.client_id());
+  if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
+      !DispatchRegistry(osts_, req, resp)) {
+    SetStatus(resp, Status::Errno(EPROTO, "unknown MDS op"));
+  }
+  resp->set_boot_epoch(ns_->boot_epoch());
+}
+
 std::string MdsService::HandlePayload(const std::string& payload) {
   MdsRequest req;
   MdsResponse resp;
@@ -208,12 +217,7 @@ std::string MdsService::HandlePayload(const std::string& payload) {
     SetStatus(&resp, Status::Errno(EPROTO, "malformed MdsRequest"));
     return resp.SerializeAsString();
   }
-  ns_->TouchClient(req.client_id());
-  if (!DispatchRead(ns_, req, &resp) && !DispatchWrite(ns_, req, &resp) &&
-      !DispatchRegistry(osts_, req, &resp)) {
-    SetStatus(&resp, Status::Errno(EPROTO, "unknown MDS op"));
-  }
-  resp.set_boot_epoch(ns_->boot_epoch());
+  Dispatch(req, &resp);
   return resp.SerializeAsString();
 }
 

@@ -2,12 +2,22 @@
 // notes the client as alive, calls the Namespace or the OST registry once,
 // and packs the MdsResponse. No business rules here: every check lives in
 // the domain objects. A payload that does not parse as an MdsRequest, or
-// names no op, gets status EPROTO. Thread-safe (stateless beyond pointers).
+// names no op, gets status EPROTO. Thread-safe.
+//
+// With a LeaseTable (lease_ops.cc), HandleAsync also grants metadata leases
+// on replies carrying a regular file's attributes, holds Watch long polls,
+// and answers a change only after the leases of other clients on what it
+// changed are revoked. It never waits while inside the Namespace: the op is
+// applied first, then the reply is held (without a worker) until revoked.
 #pragma once
 
+#include <array>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/rpc/rpc.h"
+#include "mds/lease/lease_table.h"
 #include "mds/namespace/namespace.h"
 #include "mds/namespace/ost_registry.h"
 
@@ -15,16 +25,32 @@ namespace sfs::mds {
 
 class MdsService : public rpc::Handler {
  public:
-  // REQUIRES: ns and osts outlive the service.
-  MdsService(Namespace* ns, OstRegistry* osts) : ns_(ns), osts_(osts) {}
+  // REQUIRES: ns, osts and leases (if not null) outlive the service.
+  // Without leases no lease is granted and no reply waits.
+  MdsService(Namespace* ns, OstRegistry* osts, LeaseTable* leases = nullptr)
+      : ns_(ns), osts_(osts), leases_(leases) {}
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
+  void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
   // The serialized MdsResponse for a serialized MdsRequest (what Handle does).
   std::string HandlePayload(const std::string& payload);
 
  private:
+  // Applies one parsed request (no leases involved).
+  void Dispatch(const proto::MdsRequest& req, proto::MdsResponse* resp);
+  // lease_ops.cc
+  void Watch(const proto::MdsRequest& req, rpc::ReplyFn done);
+  std::vector<LeaseInval> ApplyLocked(const proto::MdsRequest& req, proto::MdsResponse* resp);
+  std::vector<LeaseInval> NamesChanged(const proto::MdsRequest& req);
+  void GrantLease(const proto::MdsRequest& req, uint64_t tick, proto::MdsResponse* resp);
+
   Namespace* const ns_;
   OstRegistry* const osts_;
+  LeaseTable* const leases_;
+  // Stripes over (parent, name): held across "look the name up, apply the op"
+  // by ops that remove or create a name of a file, so the looked-up inode is
+  // the one the op changed. Never held while waiting for a revocation.
+  std::array<std::mutex, 256> name_locks_;
 };
 
 }  // namespace sfs::mds

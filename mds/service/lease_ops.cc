@@ -1,0 +1,179 @@
+// The lease side of MdsService (see mds_service.h and mds/lease/lease_table.h):
+// Watch long polls, lease grants on replies, and revocation before a change
+// is answered.
+//
+// Order for a request, and why:
+//   1. tick = leases->Tick()           (before anything is read)
+//   2. under the name stripes the op touches: look up the inodes the names
+//      point to now, apply the op (Namespace takes its own lock inside)
+//   3. drop the stripes; grant a lease on the reply's regular file unless that
+//      inode was revoked after `tick` (a read that raced a change)
+//   4. on success, Revoke() what changed; the reply goes out from Revoke's
+//      callback, i.e. after every other holder acked or its lease expired.
+// Nothing waits in steps 1-3, and step 4 holds no lock and no worker, so a
+// slow or stopped client can delay only the changes to files it leases.
+#include <sys/stat.h>
+
+#include <functional>
+
+#include "mds.pb.h"
+#include "mds/service/mds_service.h"
+
+namespace sfs::mds {
+namespace {
+
+using proto::MdsRequest;
+using proto::MdsResponse;
+
+Cred CredOf(const MdsRequest& r) {
+  Cred c;
+  c.uid = r.cred().uid();
+  c.gid = r.cred().gid();
+  c.groups.assign(r.cred().groups().begin(), r.cred().groups().end());
+  return c;
+}
+
+size_t Stripe(uint64_t parent, const std::string& name) {
+  return std::hash<std::string>()(name) ^ (parent * 0x9E3779B97F4A7C15ull);
+}
+
+// The (parent, name) pairs whose binding the op may change, for name locks.
+std::vector<std::pair<uint64_t, std::string>> NamesOf(const MdsRequest& r) {
+  switch (r.op_case()) {
+    case MdsRequest::kCreate: return {{r.create().parent(), r.create().name()}};
+    case MdsRequest::kMknod: return {{r.mknod().parent(), r.mknod().name()}};
+    case MdsRequest::kLink: return {{r.link().new_parent(), r.link().new_name()}};
+    case MdsRequest::kUnlink: return {{r.unlink().parent(), r.unlink().name()}};
+    case MdsRequest::kRename:
+      return {{r.rename().parent(), r.rename().name()},
+              {r.rename().new_parent(), r.rename().new_name()}};
+    default: return {};
+  }
+}
+
+// Inodes whose attributes the op changes (names are handled by NamesChanged).
+std::vector<LeaseInval> InodesChanged(const MdsRequest& r) {
+  switch (r.op_case()) {
+    case MdsRequest::kSetattr: return {{r.setattr().ino()}};
+    case MdsRequest::kSetSize: return {{r.set_size().ino()}};
+    case MdsRequest::kClose:
+      if (r.close().has_size() || r.close().has_blocks() || r.close().mtime_ns() != 0) {
+        return {{r.close().ino()}};
+      }
+      return {};
+    case MdsRequest::kLink: return {{r.link().ino()}};
+    case MdsRequest::kMigrateCommit:
+      return r.migrate_commit().abort() ? std::vector<LeaseInval>{}
+                                        : std::vector<LeaseInval>{{r.migrate_commit().ino()}};
+    case MdsRequest::kSetLayout: return {{r.set_layout().ino()}};
+    case MdsRequest::kSetxattr: return {{r.setxattr().ino()}};
+    case MdsRequest::kRemovexattr: return {{r.removexattr().ino()}};
+    default: return {};
+  }
+}
+
+// Locks the stripes of a request's names in index order (no deadlock between
+// a rename and anything else).
+class StripeGuard {
+ public:
+  StripeGuard(std::array<std::mutex, 256>& locks, const MdsRequest& r) {
+    for (auto& [parent, name] : NamesOf(r)) idx_.push_back(Stripe(parent, name) % locks.size());
+    std::sort(idx_.begin(), idx_.end());
+    idx_.erase(std::unique(idx_.begin(), idx_.end()), idx_.end());
+    for (size_t i : idx_) {
+      locks[i].lock();
+      held_.push_back(&locks[i]);
+    }
+  }
+  ~StripeGuard() {
+    for (auto it = held_.rbegin(); it != held_.rend(); ++it) (*it)->unlock();
+  }
+
+ private:
+  std::vector<size_t> idx_;
+  std::vector<std::mutex*> held_;
+};
+
+void ReplyLater(const MdsResponse& resp, const rpc::ReplyFn& done) {
+  done(rpc::Reply{resp.SerializeAsString(), {}});
+}
+
+}  // namespace
+
+void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
+  MdsRequest r;
+  if (leases_ == nullptr || req.service != rpc::kServiceMds || !r.ParseFromString(req.payload)) {
+    Handler::HandleAsync(req, std::move(done));
+    return;
+  }
+  if (r.op_case() == MdsRequest::kWatch) {
+    Watch(r, std::move(done));
+    return;
+  }
+  uint64_t tick = leases_->Tick();
+  MdsResponse resp;
+  std::vector<LeaseInval> changed = ApplyLocked(r, &resp);
+  GrantLease(r, tick, &resp);
+  if (resp.status().code() != 0) changed.clear();
+  if (changed.empty()) {
+    ReplyLater(resp, done);
+    return;
+  }
+  leases_->Revoke(r.client_id(), std::move(changed),
+                  [resp = std::move(resp), done = std::move(done)] { ReplyLater(resp, done); });
+}
+
+std::vector<LeaseInval> MdsService::ApplyLocked(const MdsRequest& r, MdsResponse* resp) {
+  StripeGuard guard(name_locks_, r);
+  std::vector<LeaseInval> changed = NamesChanged(r);
+  Dispatch(r, resp);
+  for (LeaseInval& i : InodesChanged(r)) changed.push_back(std::move(i));
+  return changed;
+}
+
+// What the names an unlink or rename removes or replaces point to now (before
+// the op). REQUIRES: their stripes held.
+std::vector<LeaseInval> MdsService::NamesChanged(const MdsRequest& r) {
+  std::vector<std::pair<uint64_t, std::string>> names;
+  if (r.op_case() == MdsRequest::kUnlink || r.op_case() == MdsRequest::kRename) names = NamesOf(r);
+  std::vector<LeaseInval> out;
+  for (auto& [parent, name] : names) {
+    auto attr = ns_->Lookup(CredOf(r), parent, name);
+    if (attr.ok() && S_ISREG(attr->mode())) out.push_back({attr->ino(), parent, name});
+  }
+  return out;
+}
+
+void MdsService::GrantLease(const MdsRequest& r, uint64_t tick, MdsResponse* resp) {
+  if (resp->status().code() != 0) return;
+  if (resp->has_attr() && S_ISREG(resp->attr().attr().mode())) {
+    resp->mutable_attr()->set_lease_ms(leases_->Grant(r.client_id(), resp->attr().attr().ino(), tick));
+  } else if (resp->has_open() && S_ISREG(resp->open().attr().mode())) {
+    resp->mutable_open()->set_lease_ms(leases_->Grant(r.client_id(), resp->open().attr().ino(), tick));
+  }
+}
+
+void MdsService::Watch(const MdsRequest& r, rpc::ReplyFn done) {
+  ns_->TouchClient(r.client_id());
+  uint64_t epoch = ns_->boot_epoch();
+  uint32_t lease_ms = leases_->lease_ms();
+  auto reply = [done = std::move(done), epoch, lease_ms](std::vector<LeaseInval> items,
+                                                        uint64_t seq) {
+    MdsResponse resp;
+    resp.mutable_status()->set_code(0);
+    resp.set_boot_epoch(epoch);
+    proto::WatchResp* w = resp.mutable_watch();
+    w->set_seq(seq);
+    w->set_lease_ms(lease_ms);
+    for (LeaseInval& i : items) {
+      proto::Invalidation* out = w->add_items();
+      out->set_ino(i.ino);
+      out->set_parent(i.parent);
+      out->set_name(std::move(i.name));
+    }
+    ReplyLater(resp, done);
+  };
+  leases_->Watch(r.client_id(), r.watch().ack_seq(), r.watch().wait_ms(), std::move(reply));
+}
+
+}  // namespace sfs::mds

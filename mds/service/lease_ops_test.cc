@@ -1,0 +1,132 @@
+// MdsService with a LeaseTable: leases on replies, Watch, and changes that
+// are answered only after the other holders acked (fake clock, no network).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+
+#include "mds/namespace/test_util.h"
+#include "mds/service/mds_service.h"
+
+namespace sfs::mds {
+namespace {
+
+constexpr uint64_t kA = 11, kB = 22;
+using Slot = std::shared_ptr<std::optional<proto::MdsResponse>>;
+
+class LeaseServiceTest : public NamespaceTest {
+ protected:
+  void SetUp() override {
+    NamespaceTest::SetUp();
+    LeaseOptions o;
+    o.grace_ms = 0;
+    leases_ = std::make_unique<LeaseTable>(o, [this] { return now_; });
+    service_ = std::make_unique<MdsService>(ns_.get(), osts_.get(), leases_.get());
+  }
+  void TearDown() override {
+    service_.reset();
+    leases_.reset();
+    NamespaceTest::TearDown();
+  }
+  // Sends req as client; the reply lands in the returned slot when it is sent.
+  Slot Send(uint64_t client, proto::MdsRequest req) {
+    req.set_client_id(client);
+    req.set_xid(++xid_);
+    rpc::Request r;
+    r.service = rpc::kServiceMds;
+    r.payload = req.SerializeAsString();
+    auto slot = std::make_shared<std::optional<proto::MdsResponse>>();
+    service_->HandleAsync(r, [slot](rpc::Reply reply) {
+      slot->emplace();
+      EXPECT_TRUE((*slot)->ParseFromString(reply.payload));
+    });
+    return slot;
+  }
+  Slot Watch(uint64_t client, uint64_t ack) {
+    proto::MdsRequest req;
+    req.mutable_watch()->set_ack_seq(ack);
+    return Send(client, req);
+  }
+  proto::MdsResponse Create(uint64_t client, const std::string& name) {
+    proto::MdsRequest req;
+    req.mutable_create()->set_parent(kRootIno);
+    req.mutable_create()->set_name(name);
+    req.mutable_create()->set_mode(0644);
+    Slot s = Send(client, req);
+    EXPECT_TRUE(s->has_value());
+    return s->value_or(proto::MdsResponse());
+  }
+  int64_t now_ = 1000000;
+  uint64_t xid_ = 0;
+  std::unique_ptr<LeaseTable> leases_;
+  std::unique_ptr<MdsService> service_;
+};
+
+TEST_F(LeaseServiceTest, OnlyAWatchingClientGetsALeaseWithItsFile) {
+  Watch(kB, 0);
+  EXPECT_EQ(Create(kB, "f").open().lease_ms(), 5000u);
+  EXPECT_EQ(Create(kA, "g").open().lease_ms(), 0u);
+  proto::MdsRequest mkdir;
+  mkdir.mutable_mkdir()->set_parent(kRootIno);
+  mkdir.mutable_mkdir()->set_name("d");
+  mkdir.mutable_mkdir()->set_mode(0755);
+  Slot d = Send(kB, mkdir);
+  ASSERT_TRUE(d->has_value());
+  EXPECT_EQ((*d)->attr().lease_ms(), 0u) << "directories keep their own timeouts";
+}
+
+TEST_F(LeaseServiceTest, AnUnlinkIsAnsweredOnlyAfterTheOtherHolderAcked) {
+  Slot watch = Watch(kB, 0);
+  uint64_t ino = Create(kB, "f").open().attr().ino();
+  proto::MdsRequest unlink;
+  unlink.mutable_unlink()->set_parent(kRootIno);
+  unlink.mutable_unlink()->set_name("f");
+  Slot done = Send(kA, unlink);
+  EXPECT_FALSE(done->has_value());
+  ASSERT_TRUE(watch->has_value());
+  const proto::WatchResp& w = (*watch)->watch();
+  ASSERT_EQ(w.items_size(), 1);
+  EXPECT_EQ(w.items(0).ino(), ino);
+  EXPECT_EQ(w.items(0).parent(), kRootIno);
+  EXPECT_EQ(w.items(0).name(), "f");
+  Watch(kB, w.seq());
+  ASSERT_TRUE(done->has_value());
+  EXPECT_EQ((*done)->status().code(), 0);
+}
+
+TEST_F(LeaseServiceTest, ARenameOverRevokesTheMovedFileAndTheReplacedOne) {
+  Slot watch = Watch(kB, 0);
+  uint64_t f = Create(kB, "f").open().attr().ino();
+  uint64_t g = Create(kB, "g").open().attr().ino();
+  proto::MdsRequest rename;
+  rename.mutable_rename()->set_parent(kRootIno);
+  rename.mutable_rename()->set_name("f");
+  rename.mutable_rename()->set_new_parent(kRootIno);
+  rename.mutable_rename()->set_new_name("g");
+  Slot done = Send(kA, rename);
+  ASSERT_TRUE(watch->has_value());
+  std::set<std::pair<uint64_t, std::string>> got;
+  for (const auto& i : (*watch)->watch().items()) got.insert({i.ino(), i.name()});
+  EXPECT_EQ(got, (std::set<std::pair<uint64_t, std::string>>{{f, "f"}, {g, "g"}}));
+  EXPECT_FALSE(done->has_value());
+  now_ += 5500;  // B never acks: its leases run out
+  leases_->RunDue();
+  ASSERT_TRUE(done->has_value());
+  EXPECT_EQ((*done)->status().code(), 0);
+}
+
+TEST_F(LeaseServiceTest, AChangeByTheOnlyHolderIsAnsweredAtOnce) {
+  Watch(kB, 0);
+  uint64_t ino = Create(kB, "f").open().attr().ino();
+  proto::MdsRequest chmod;
+  chmod.mutable_setattr()->set_ino(ino);
+  chmod.mutable_setattr()->set_valid(proto::SETATTR_MODE);
+  chmod.mutable_setattr()->set_mode(0600);
+  Slot done = Send(kB, chmod);
+  ASSERT_TRUE(done->has_value());
+  EXPECT_EQ((*done)->attr().attr().mode() & 0777, 0600u);
+  EXPECT_EQ((*done)->attr().lease_ms(), 5000u);
+}
+
+}  // namespace
+}  // namespace sfs::mds
