@@ -63,6 +63,17 @@ size_t DestroyQueue::RunOnce() {
   for (const auto& it : items) {
     if (!it.address.empty()) live.push_back(it);
   }
+  // The unlinks that queued these objects may not be committed yet (ops are
+  // synced by the commit interval): make them durable before the data goes,
+  // or a power cut could bring back a file whose objects are destroyed. A
+  // Sync covers every write visible to the scan above.
+  if (!live.empty()) {
+    Status synced = store_->Sync();
+    if (!synced.ok()) {
+      LOG_WARN("destroy queue: commit before destroying: " << synced.ToString());
+      return pending + items.size();
+    }
+  }
   std::vector<Status> results = destroyer_->Destroy(live);
   KvBatch done;
   size_t r = 0;

@@ -4,9 +4,11 @@
 // The Namespace writes Q<seq> -> DestroyRec keys in the same batch that
 // deletes a file (or replaces an empty file's layout), so the queue survives
 // restarts. The worker scans the keys in order, sends each object to the OSS
-// serving its OST (skipping OSTs that are down), and deletes a key once the
-// OSS answered OK or ENOENT. Failures are retried with exponential backoff
-// (1 s doubling to 30 s); new work wakes the worker at once.
+// serving its OST (skipping OSTs that are down) once a KvStore::Sync made the
+// records durable (an unlink not yet committed could come back after a power
+// cut: its data must still be there), and deletes a key once the OSS answered
+// OK or ENOENT. Failures are retried with exponential backoff (1 s doubling
+// to 30 s); new work wakes the worker at once.
 #pragma once
 
 #include <condition_variable>

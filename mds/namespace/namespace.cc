@@ -30,7 +30,11 @@ int64_t NowNs() { return ClockNs(); }
 int64_t NowMs() { return ClockNs() / 1000000; }
 
 Namespace::Namespace(KvStore* store, OstRegistry* osts, NamespaceOptions opts)
-    : store_(store), osts_(osts), opts_(opts), replies_(opts.reply_cache_entries) {}
+    : store_(store),
+      osts_(osts),
+      opts_(opts),
+      committer_(store, opts.commit_interval_ms),
+      replies_(opts.reply_cache_entries) {}
 
 Status Namespace::Start(int64_t now_ms) {
   std::unique_lock lock(mu_);
@@ -51,9 +55,11 @@ Status Namespace::Start(int64_t now_ms) {
   boot_epoch_ = super_.boot_epoch();
   opens_.SetEpoch(super_.boot_epoch());
   SFS_RETURN_IF_ERROR(LoadRepliesAndCounters());
+  committer_.Start();
   LOG_INFO("namespace fs_id=" << super_.fs_id() << " boot_epoch=" << boot_epoch_.load()
                               << " inodes=" << inode_count_.load()
-                              << " next_ino=" << next_ino_ << " next_oid=" << next_oid_);
+                              << " next_ino=" << next_ino_ << " next_oid=" << next_oid_
+                              << " commit_interval_ms=" << opts_.commit_interval_ms);
   return Status::Ok();
 }
 
@@ -124,7 +130,8 @@ Status Namespace::Mutate(const OpCtx& ctx, google::protobuf::Message* result, co
     std::unique_lock lock(mu_);
     const proto::ReplyRec* saved = dedup ? replies_.Find(ctx.client_id, ctx.xid) : nullptr;
     if (saved != nullptr) {
-      // A repeat: answer as the first time. Its batch may still be syncing.
+      // A repeat: answer as the first time. Its batch was written (it is
+      // noted, so in sync-each-op mode the Commit below covers it).
       need_sync = true;
       st = Status(saved->code(), saved->message());
       if (result != nullptr && !result->ParseFromString(saved->result())) {
@@ -136,7 +143,8 @@ Status Namespace::Mutate(const OpCtx& ctx, google::protobuf::Message* result, co
       if (st.ok()) st = CommitLocked(ctx, txn, result, &need_sync);
     }
   }
-  if (st.ok() && need_sync) SFS_RETURN_IF_ERROR(store_->Sync());
+  // Otherwise the commit thread (or a client's SyncReq) makes it durable.
+  if (st.ok() && need_sync && committer_.sync_each_op()) SFS_RETURN_IF_ERROR(committer_.Commit());
   return st;
 }
 
@@ -152,6 +160,7 @@ Status Namespace::CommitLocked(const OpCtx& ctx, Txn& txn, google::protobuf::Mes
   }
   if (!batch.empty()) {
     SFS_RETURN_IF_ERROR(store_->Write(batch, /*sync=*/false));
+    committer_.NoteWrite();
     *wrote = true;
   }
   txn.RunCommitHooks();
@@ -170,9 +179,10 @@ Status Namespace::CommitLocked(const OpCtx& ctx, Txn& txn, google::protobuf::Mes
 Status Namespace::PersistSuperLocked() {
   KvBatch batch;
   batch.Put(keys::Super(), super_.SerializeAsString());
-  // Not synced here: the op that uses the id syncs the log after its own
-  // batch, which LevelDB orders after this one.
-  return store_->Write(batch, /*sync=*/false);
+  // Synced (once per kIdBatch ids): ops are no longer synced one by one, and
+  // a limit lost to a power cut would hand out again ids whose objects may
+  // already hold data on the OSTs.
+  return store_->Write(batch, /*sync=*/true);
 }
 
 Result<uint64_t> Namespace::AllocIno() {

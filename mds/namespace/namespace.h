@@ -3,9 +3,12 @@
 //
 // Consistency: every mutating operation runs under the exclusive side of
 // mu_, validates against the committed state, and commits all its changes as
-// ONE KvBatch written with sync=false; after unlocking it calls
-// KvStore::Sync() (group-committed with concurrent callers) and only then
-// returns, so a reply always follows durability. Reads take the shared side.
+// ONE KvBatch written with sync=false. It replies once the batch is written:
+// then it survives the death of sfs-mds (LevelDB's log is in the page cache).
+// The Committer makes it durable against power loss within
+// commit_interval_ms, or at once for Sync() (a client's fsync/fsyncdir);
+// with commit_interval_ms 0 every op syncs before it returns (committer.h).
+// Reads take the shared side.
 //
 // Idempotence: a mutation whose OpCtx carries (client_id, xid), both
 // non-zero, is applied at most once; a repeat returns the saved outcome. The
@@ -32,6 +35,7 @@
 
 #include "common/status.h"
 #include "mds.pb.h"
+#include "mds/namespace/committer.h"
 #include "mds/namespace/kv_store.h"
 #include "mds/namespace/open_table.h"
 #include "mds/namespace/ost_registry.h"
@@ -63,6 +67,8 @@ struct OpCtx {
 struct NamespaceOptions {
   size_t reply_cache_entries = 65536;
   int64_t client_timeout_ms = 30000;
+  // How often written ops are made durable (fdatasync); 0 = before every reply.
+  int64_t commit_interval_ms = kDefaultCommitIntervalMs;
 };
 
 inline constexpr uint64_t kRootIno = 1;
@@ -82,6 +88,12 @@ class Namespace {
   // Loads the superblock, reply records and orphans; creates the superblock
   // and the root directory (0755, uid 0) on an empty store.
   Status Start(int64_t now_ms);
+  // Returns once every op that returned before this call is durable (the
+  // SyncReq: group-committed with concurrent callers).
+  Status Sync() { return committer_.Commit(); }
+  // Stops the commit thread after a last commit (for a clean shutdown).
+  Status StopCommits() { return committer_.Stop(); }
+  const Committer& committer() const { return committer_; }
   // Called (outside any lock) after new destroy records were committed.
   void SetDestroyNotifier(std::function<void()> fn) { notify_destroy_ = std::move(fn); }
 
@@ -201,6 +213,7 @@ class Namespace {
   KvStore* const store_;
   OstRegistry* const osts_;
   const NamespaceOptions opts_;
+  Committer committer_;
   std::function<void()> notify_destroy_;
 
   mutable std::shared_mutex mu_;

@@ -88,6 +88,8 @@ class Reads {
   void GetLayout() {
     SetStatus(out_, ns_->GetLayout(r_.get_layout().ino(), out_->mutable_get_layout()));
   }
+  // Changes nothing (it waits for a commit), so it lives with the reads.
+  void Sync() { SetStatus(out_, ns_->Sync()); }
 
  private:
   sfs::mds::Cred Cred() const { return ContextOf(r_).cred; }
@@ -160,6 +162,7 @@ bool DispatchRead(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
     case MdsRequest::kGetxattr: h.GetXattr(); return true;
     case MdsRequest::kListxattr: h.ListXattr(); return true;
     case MdsRequest::kGetLayout: h.GetLayout(); return true;
+    case MdsRequest::kSync: h.Sync(); return true;
     default: return false;
   }
 }

@@ -47,6 +47,19 @@ TEST_F(MdsServiceTest, MkdirAndLookupRoundTrip) {
   EXPECT_FALSE(missing.has_attr());
 }
 
+TEST_F(MdsServiceTest, ASyncRequestCommitsTheOpsBeforeIt) {
+  proto::MdsRequest mkdir;
+  mkdir.mutable_mkdir()->set_parent(kRootIno);
+  mkdir.mutable_mkdir()->set_name("d");
+  mkdir.mutable_mkdir()->set_mode(0755);
+  ASSERT_EQ(Call(mkdir).status().code(), 0);
+  proto::MdsRequest sync;
+  sync.mutable_sync();
+  proto::MdsResponse resp = Call(sync);
+  EXPECT_EQ(resp.status().code(), 0) << resp.status().message();
+  EXPECT_GE(ns_->committer().commits(), 1u) << "by the Sync, or the commit thread before it";
+}
+
 TEST_F(MdsServiceTest, RegistryOpsReportOsts) {
   proto::MdsRequest reg;
   reg.mutable_register_oss()->set_address("10.0.0.1:7701");

@@ -1,0 +1,76 @@
+// Committer: decides when the namespace's writes become durable, the way
+// ext4's journal (commit=N) and Lustre's MDT do.
+//
+// A mutating op writes its batch to the KvStore unsynced and replies: the
+// batch is in LevelDB's log in the OS page cache, so it survives the death of
+// the sfs-mds process but not of the machine. A commit thread then calls
+// KvStore::Sync() every `interval` if something was written since the last
+// commit, bounding what a power loss can take to one interval. Commit() is
+// for callers that need durability now (the SyncReq behind a client's fsync
+// and fsyncdir, object destroys): it returns once everything noted before it
+// is durable, joining a running commit where it can (KvStore::Sync groups
+// concurrent callers). With interval 0 there is no thread and the namespace
+// calls Commit() after every op (the old sync-per-op behaviour).
+//
+// A failed Sync is sticky: the OS may have dropped the dirty pages it could
+// not write, so no later Sync can promise what came before it; every later
+// Commit() fails with the first error (as ext4 aborts its journal).
+//
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "common/status.h"
+#include "mds/namespace/kv_store.h"
+
+namespace sfs::mds {
+
+inline constexpr int64_t kDefaultCommitIntervalMs = 1000;
+
+class Committer {
+ public:
+  // REQUIRES: store outlives the Committer; interval_ms >= 0 (0 = sync each op).
+  Committer(KvStore* store, int64_t interval_ms);
+  ~Committer();
+
+  bool sync_each_op() const { return interval_.count() == 0; }
+  // Records that a batch was written (call after KvStore::Write returned).
+  void NoteWrite() { written_.fetch_add(1, std::memory_order_acq_rel); }
+  // Returns once every write noted before this call is durable. No fsync when
+  // nothing was noted since the last commit.
+  Status Commit();
+  // Starts the periodic commit thread (nothing with interval 0). Idempotent.
+  void Start();
+  // Stops the thread, then commits everything written so far (also writes
+  // that were not noted). Idempotent.
+  Status Stop();
+
+  // For tests and logs: commits that ran a Sync, and passes of the thread.
+  uint64_t commits() const { return commits_.load(); }
+  uint64_t ticks() const { return ticks_.load(); }
+
+ private:
+  void Loop();
+  Status SyncStore();
+
+  KvStore* const store_;
+  const std::chrono::milliseconds interval_;
+  std::atomic<uint64_t> written_{0};    // writes noted
+  std::atomic<uint64_t> committed_{0};  // writes noted before a finished Sync began
+  std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> ticks_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;      // GUARDED_BY(mu_)
+  bool stopped_ = false;   // GUARDED_BY(mu_): Stop() finished its final commit
+  Status failed_;          // GUARDED_BY(mu_): the first failed Sync, sticky
+  std::thread thread_;
+};
+
+}  // namespace sfs::mds
