@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: StripeFS next to MooseFS, GlusterFS, CephFS and a local directory.
 #
-#   scripts/bench-peers.sh [--peers stripefs,local,moosefs,glusterfs,ceph] [--quick]
+#   scripts/bench-peers.sh [--peers stripefs,fuse-passthrough,local,moosefs,glusterfs,ceph] [--quick]
 #                          [--dir DIR] [--servers N] [--build BUILD_DIR] [--keep]
 #
 # Sets up each system on this machine, from Debian 12 packages (installed here when
@@ -9,9 +9,14 @@
 # chunkservers, Gluster bricks, Ceph OSDs) and all state on the same disk under DIR
 # (default /tmp/sfs-peers); mounts each under DIR/mnt/NAME; runs the same sfs-bench
 # suite (-a POSIX) on every mount; prints one markdown table with StripeFS's ratio to
-# each peer. Then the two-client check on every system: a second, independent client mount
-# (DIR/mnt/NAME.2), a strided shared file written with even tasks through one mount and odd
-# tasks through the other, read back and verified through the other mount, cache warm, 3
+# each peer. Peer `fuse-passthrough` is the FUSE ceiling: a plain passthrough FUSE file
+# system of ours (tools/bench/fuse_passthrough.cc) over a directory on the same disk.
+# For the file-per-process 1 MiB write and read the table also gives the CPU seconds per
+# GiB moved of each peer's client daemon and of its servers (from /proc/PID/stat, for the
+# peers whose scripts name their processes: stripefs, fuse-passthrough). Then the
+# two-client check on every system: a second, independent client mount (DIR/mnt/NAME.2),
+# a strided shared file written with even tasks through one mount and odd tasks through
+# the other, read back and verified through the other mount, cache warm, 3
 # times; its passes and failures ("FAIL: reason") are rows of the table.
 # Every daemon and FUSE client runs inside a network namespace of this
 # script's own, which has only `lo` (plus 192.0.2.1/32 on it for MooseFS), so no
@@ -22,7 +27,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEERS_DIR="$ROOT/scripts/peers"
-ALL_PEERS=stripefs,local,moosefs,glusterfs,ceph
+ALL_PEERS=stripefs,fuse-passthrough,local,moosefs,glusterfs,ceph
 PEERS=$ALL_PEERS
 DIR=/tmp/sfs-peers
 NSERVERS=2
@@ -133,8 +138,24 @@ kill_pidfile() {
   rm -f "$1"
 }
 
+# pid_of_mount NAME MNT: the pid of the process called NAME (argv[0]'s base name) that has
+# MNT among its arguments, e.g. the FUSE daemon serving MNT.
+pid_of_mount() {
+  local c p args a
+  for c in /proc/[0-9]*/cmdline; do
+    mapfile -d '' -t args <"$c" 2>/dev/null || continue
+    [ ${#args[@]} -gt 1 ] && [ "${args[0]##*/}" = "$1" ] || continue
+    for a in "${args[@]:1}"; do
+      if [ "$a" = "$2" ]; then p=${c#/proc/}; echo "${p%/cmdline}"; return 0; fi
+    done
+  done
+  return 1
+}
+
 # shellcheck source=peers/stripefs.sh
 . "$PEERS_DIR/stripefs.sh"
+# shellcheck source=peers/fuse_passthrough.sh
+. "$PEERS_DIR/fuse_passthrough.sh"
 # shellcheck source=peers/local.sh
 . "$PEERS_DIR/local.sh"
 # shellcheck source=peers/moosefs.sh

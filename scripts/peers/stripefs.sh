@@ -2,6 +2,8 @@
 # each) with state in DIR/sfs, run in the benchmark's network namespace, mounted with
 # sfs-mount; a second, independent sfs-mount (its own libsfs client) of the same MDS for
 # the two-client check. Sourced by scripts/bench-peers.sh.
+# stripefs_pids names the processes whose CPU time the suite charges to it: the first
+# mount's sfs-mount (client), the MDS and every OSS (servers).
 
 stripefs_setup() {
   local mnt=$1 d="$DIR/sfs"
@@ -30,4 +32,13 @@ stripefs_teardown() {
   unmount_dir "$mnt"
   in_ns bash "$ROOT/scripts/cluster.sh" down --dir "$d" || true
   rm -rf "$d"
+}
+
+stripefs_pids() {
+  local f p
+  for f in "$DIR/sfs/pids/"*.pid; do
+    [ -e "$f" ] && echo "server $(cat "$f")"
+  done
+  p=$(pid_of_mount sfs-mount "$DIR/mnt/stripefs") && echo "client $p"
+  return 0
 }

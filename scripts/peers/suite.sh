@@ -12,9 +12,17 @@
 # back (verified) what its neighbour wrote through the other mount, page cache warm.
 # TWO_RUNS runs, each in RESULTS/NAME/two_K.{json,err,status}; status is "ok" or
 # "FAIL: reason". A failure never stops the script: peers are expected to fail it.
+#
+# CPU time per GiB moved (the CPU_STEPS steps): a peer that defines NAME_pids (lines
+# "client PID" / "server PID") has utime+stime of those processes read from /proc/PID/stat
+# before and after the step; RESULTS/NAME/KEY.cpu gets "client S", "server S" and "total S",
+# the CPU seconds per GiB the step moved (summed over the processes of each role, and over
+# all), and KEY.cpu_raw the seconds and bytes behind them. Compare totals across peers: a
+# passthrough daemon does in one process what StripeFS splits between client and servers.
 
 NTASKS=4
 TWO_RUNS=3
+CPU_STEPS=" fpp_w fpp_r "
 
 suite_sizes() {
   if [ $QUICK = 1 ]; then
@@ -49,6 +57,41 @@ cold() {
   echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
 }
 
+# cpu_snapshot NAME: "role pid ticks" for each of the peer's processes (utime + stime,
+# fields 14 and 15 of /proc/PID/stat; the command name in field 2 may hold spaces).
+cpu_snapshot() {
+  declare -F "${1}_pids" >/dev/null || return 0
+  local role pid stat rest f
+  while read -r role pid; do
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+    rest=${stat##*) }
+    # rest starts at field 3 (state): utime and stime are its 12th and 13th words.
+    read -r -a f <<<"$rest"
+    echo "$role $pid $((f[11] + f[12]))"
+  done < <("${1}_pids")
+}
+
+# cpu_account NAME KEY BEFORE AFTER PHASE: writes RESULTS/NAME/KEY.cpu from two snapshots and
+# the bytes the step's PHASE moved. A process present in only one snapshot is left out.
+cpu_account() {
+  local name=$1 key=$2 bytes
+  bytes=$(jq -r --arg p "$5" '[.phases[] | select(.phase == $p) | .iterations[].bytes] | add // 0' \
+    "$RESULTS/$name/$key.json" 2>/dev/null || echo 0)
+  LC_ALL=C awk -v bytes="${bytes:-0}" -v hz="$(getconf CLK_TCK)" -v raw="$RESULTS/$name/$key.cpu_raw" '
+    NR == FNR { before[$1 " " $2] = $3; next }
+    ($1 " " $2) in before { s[$1] += ($3 - before[$1 " " $2]) / hz; n[$1]++ }
+    END {
+      gib = bytes / 1073741824
+      printf "bytes %d\n", bytes > raw
+      for (r in s) {
+        printf "%s_seconds %.3f %d\n", r, s[r], n[r] > raw
+        if (gib > 0) printf "%s %.4f\n", r, s[r] / gib
+        all += s[r]
+      }
+      if (gib > 0 && length(s) > 0) printf "total %.4f\n", all / gib
+    }' "$3" "$4" >"$RESULTS/$name/$key.cpu"
+}
+
 # step NAME KEY ARGS...: one sfs-bench run, JSON into RESULTS/NAME/KEY.json. A failure is
 # noted in RESULTS/NAME/error and the suite goes on with the next step.
 step() {
@@ -60,8 +103,16 @@ step() {
     return 1
   fi
   echo "$ $BENCH $*" >>"$DIR/logs/$name.suite.log"
+  local cpu=0
+  [[ "$CPU_STEPS" == *" $key "* ]] && cpu=1
+  [ $cpu = 1 ] && cpu_snapshot "$name" >"$RESULTS/$name/$key.cpu_before"
   timeout -s INT -k 30 "$STEP_TIMEOUT" "$BENCH" "$@" --json \
     >"$RESULTS/$name/$key.json" 2>>"$DIR/logs/$name.suite.log" || rc=$?
+  if [ $cpu = 1 ]; then
+    cpu_snapshot "$name" >"$RESULTS/$name/$key.cpu_after"
+    local phase="write"; [ "$key" = fpp_r ] && phase="read"
+    cpu_account "$name" "$key" "$RESULTS/$name/$key.cpu_before" "$RESULTS/$name/$key.cpu_after" "$phase"
+  fi
   if [ $rc != 0 ]; then
     log "$name: $key failed (exit $rc; see $DIR/logs/$name.suite.log)"
     echo "$key: exit $rc" >>"$RESULTS/$name/error"
@@ -167,7 +218,8 @@ two_median() {
 }
 
 # Rows of the table: key|label|json file|phase|field ("bw" MiB/s, "ops" ops/s; "pass" and
-# "med": the two-client check's passes, and its median MiB/s over the passing runs).
+# "med": the two-client check's passes, and its median MiB/s over the passing runs; "cpu":
+# CPU s per GiB of the role named in the phase column, from FILE.cpu).
 ROWS=(
   "fpp_w|file-per-process 1 MiB write, fsync (MiB/s)|fpp_w|write|bw"
   "fpp_r|file-per-process 1 MiB read, cold (MiB/s)|fpp_r|read|bw"
@@ -179,6 +231,12 @@ ROWS=(
   "md_c|mdtest file create (ops/s)|md|file_create|ops"
   "md_s|mdtest file stat (ops/s)|md|file_stat|ops"
   "md_r|mdtest file remove (ops/s)|md|file_remove|ops"
+  "fpp_w_cc|file-per-process 1 MiB write: client CPU s per GiB (lower is better)|fpp_w|client|cpu"
+  "fpp_w_cs|file-per-process 1 MiB write: servers' CPU s per GiB (lower is better)|fpp_w|server|cpu"
+  "fpp_w_ct|file-per-process 1 MiB write: client + servers CPU s per GiB (lower is better)|fpp_w|total|cpu"
+  "fpp_r_cc|file-per-process 1 MiB read: client CPU s per GiB (lower is better)|fpp_r|client|cpu"
+  "fpp_r_cs|file-per-process 1 MiB read: servers' CPU s per GiB (lower is better)|fpp_r|server|cpu"
+  "fpp_r_ct|file-per-process 1 MiB read: client + servers CPU s per GiB (lower is better)|fpp_r|total|cpu"
   "two_p|two mounts: strided 47008-byte write / read through the other mount, warm, verified: passes of 3|two|-|pass"
   "two_w|two mounts: write (MiB/s, median of passing runs)|two|write|med"
   "two_r|two mounts: read through the other mount, warm, verified (MiB/s, median)|two|read|med"
@@ -188,6 +246,10 @@ ROWS=(
 value() {
   [ "$4" = med ] && { two_median "$1" "$3"; return; }
   [ "$4" = pass ] && return 0
+  if [ "$4" = cpu ]; then
+    awk -v r="$3" '$1 == r { print $2 }' "$RESULTS/$1/$2.cpu" 2>/dev/null || true
+    return 0
+  fi
   local f="$RESULTS/$1/$2.json" field=bw_mib_s
   [ "$4" = ops ] && field=ops_per_s
   [ -s "$f" ] || return 0
@@ -195,12 +257,15 @@ value() {
     'if .ok then (.phases[] | select(.phase == $p) | .[$k].mean) else empty end' "$f" 2>/dev/null || true
 }
 
-fmt_num() { LC_ALL=C awk -v v="$1" 'BEGIN { if (v >= 100) printf "%.0f", v; else printf "%.1f", v }'; }
+fmt_num() {
+  LC_ALL=C awk -v v="$1" 'BEGIN { if (v >= 100) printf "%.0f", v; else if (v >= 1) printf "%.1f", v; else printf "%.3f", v }'
+}
 fmt_ratio() { LC_ALL=C awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }'; }
 
 short() {
   case "$1" in
     stripefs) echo StripeFS ;; local) echo "local dir" ;; moosefs) echo MooseFS ;;
+    fuse-passthrough) echo "FUSE passthrough" ;;
     glusterfs) echo GlusterFS ;; ceph) echo CephFS ;; *) echo "$1" ;;
   esac
 }
@@ -208,6 +273,7 @@ short() {
 label() {
   case "$1" in
     stripefs) echo "StripeFS ($NSERVERS OSS)" ;; local) echo "local dir" ;;
+    fuse-passthrough) echo "FUSE passthrough (sfs-fuse-passthrough)" ;;
     moosefs) echo "MooseFS ($NSERVERS chunkservers)" ;; glusterfs) echo "GlusterFS ($NSERVERS bricks)" ;;
     ceph) echo "CephFS ($NSERVERS OSDs, ceph-fuse)" ;; *) echo "$1" ;;
   esac
@@ -240,7 +306,9 @@ print_table() {
       fi
       if [ "$field" = pass ]; then line+=" $(two_cell "$n") |"; continue; fi
       v=$(value "$n" "$file" "$phase" "$field")
-      if [ -n "$v" ]; then line+=" $(fmt_num "$v") |"; else line+=" failed |"; fi
+      if [ -n "$v" ]; then line+=" $(fmt_num "$v") |"
+      elif [ "$field" = cpu ]; then line+=" – |"  # no such process, or not measured
+      else line+=" failed |"; fi
     done
     if [ $sfs_ok = 1 ]; then
       sv=$(value stripefs "$file" "$phase" "$field")
