@@ -1,0 +1,357 @@
+// Overload and the memory bound (issue 6): 64 tasks (threads of this process)
+// write and read back 1 MiB blocks through one sfs-mount (max_threads 64, the
+// default, and 8: more tasks than FUSE threads) while one OSS at a time is
+// stopped (SIGSTOP) until no task can make progress, then let go (SIGCONT).
+// Latency grows; nothing may fail, be dropped or come back
+// wrong, and the peak RSS (VmHWM) of sfs-mount, each sfs-oss and sfs-mds must
+// stay under the bounds stated below and in docs/benchmarks.md
+// ("Performance pass 2").
+//
+// Where the bounds come from (the code as of this test):
+// - sfs-mount serves at most max_threads (default 64) FUSE requests at once
+//   (libfuse's multi-threaded loop). Each worker thread owns one receive
+//   buffer of 256 pages + 4 KiB (libfuse, max_write 1 MiB) and, for a READ, a
+//   reply buffer of at most 1 MiB (FuseOps::OnRead). libsfs sends write data
+//   from the receive buffer and receives OSS read data into the reply buffer
+//   (rpc zero copy), so file data in the client is at most
+//   max_threads x 2 MiB = 128 MiB, plus a fixed part.
+// - An sfs-oss holds, per request in flight, its request bulk (a write) or
+//   its reply bulk (a read), at most 1 MiB from libsfs (Striper::kMaxPiece;
+//   the protocol allows 64 MiB). The TCP server reads every request that
+//   arrives and queues it for its workers without a limit of its own, so the
+//   OSS bound is what its clients can have in flight: one FUSE request is at
+//   most 1 MiB of bulk in all, so per client max_threads x 1 MiB = 64 MiB,
+//   plus a fixed part. With C mounts it is C x 64 MiB: the server does not
+//   bound it (see docs/benchmarks.md).
+// - sfs-mds carries no file data: LevelDB's memtables (16 MiB write buffer,
+//   two at a time), its 8 MiB block cache, the reply cache (65536 records)
+//   and payloads of at most 4 MiB per request in flight.
+//
+// Synchronisation is by polling real state: a counter of completed I/O calls
+// triggers each stop, and the let-go waits until every task still working is
+// inside a call and the calls needing the stopped OSS hold every FUSE thread
+// (none of them can return before SIGCONT; see StallOss).
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/harness/fixture.h"
+
+namespace sfs::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int kTasks = 64;
+constexpr size_t kBlock = 1 << 20;
+constexpr int kBlocksPerFile = 4;
+constexpr uint64_t kMiB = 1 << 20;
+
+// The stated bounds (see the top of the file) for a mount with max_threads T
+// (default 64), one mount per OSS. The fixed 64 MiB covers code, libraries,
+// thread stacks and heap slack (measured: sfs-mds peaks at ~8 MiB in all, and
+// sfs-mount with T = 8 at ~25 MiB).
+constexpr uint64_t kFixed = 64 * kMiB;
+constexpr uint64_t ClientBound(int max_threads) { return kFixed + max_threads * 2 * kMiB; }
+constexpr uint64_t OssBound(int max_threads) { return kFixed + 1 /*mount*/ * max_threads * kMiB; }
+constexpr uint64_t kMdsBound = 128 * kMiB;
+
+// Which server a task's current call needs (an OSS index, or one of these).
+constexpr int kNone = -1;  // not in a call on the mount
+constexpr int kAll = -2;   // every OSS of the file (fsync, close of a writer)
+constexpr int kMds = -3;   // the MDS only (open, close of a reader)
+
+struct TaskState {
+  std::atomic<bool> done{false};
+  std::atomic<int> needs{kNone};
+  int oss_of_stripe[2] = {0, 0};  // the file has 2 stripes of 1 MiB
+  std::string error;  // written by the task before `done`
+};
+
+// The word at byte offset `off` of task t's file.
+uint64_t Word(int task, uint64_t off) {
+  uint64_t x = (static_cast<uint64_t>(task) << 40) ^ off ^ 0x9e3779b97f4a7c15ULL;
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  return x ^ (x >> 29);
+}
+
+void Fill(int task, uint64_t off, std::vector<uint8_t>& buf) {
+  for (size_t i = 0; i < buf.size(); i += 8) {
+    uint64_t w = Word(task, off + i);
+    std::memcpy(buf.data() + i, &w, 8);
+  }
+}
+
+// Offset of the first wrong byte of buf as task's data at off, or -1.
+int64_t FirstWrong(int task, uint64_t off, const std::vector<uint8_t>& buf) {
+  for (size_t i = 0; i < buf.size(); i += 8) {
+    uint64_t w = Word(task, off + i);
+    if (std::memcmp(buf.data() + i, &w, 8) != 0) return static_cast<int64_t>(off + i);
+  }
+  return -1;
+}
+
+// One /proc/PID/status field in bytes ("VmHWM", "VmRSS"), or 0.
+uint64_t StatusKb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) != 0) continue;
+    std::istringstream f(line.substr(field.size() + 1));
+    uint64_t kb = 0;
+    f >> kb;
+    return kb * 1024;
+  }
+  return 0;
+}
+
+// The pid of the process whose argv[0] ends in `name` and that has `arg` among
+// its arguments, or -1.
+pid_t PidOf(const std::string& name, const std::string& arg) {
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return -1;
+  pid_t found = -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> argv;
+    std::istringstream split(all);
+    for (std::string a; std::getline(split, a, '\0');) argv.push_back(a);
+    if (argv.size() < 2 || argv[0].size() < name.size() ||
+        argv[0].compare(argv[0].size() - name.size(), name.size(), name) != 0) {
+      continue;
+    }
+    for (size_t i = 1; i < argv.size(); ++i) {
+      if (argv[i] == arg) found = static_cast<pid_t>(std::atoi(e->d_name));
+    }
+  }
+  closedir(d);
+  return found;
+}
+
+class OverloadMemoryTest : public ClusterPerTest, public ::testing::WithParamInterface<int> {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o;
+    o.name = "overload";
+    o.num_oss = 2;
+    // A stopped OSS sends no heartbeats: keep its OST "up" at the MDS meanwhile.
+    o.ost_timeout_ms = 120000;
+    return o;
+  }
+
+  // Task t: write its file in 1 MiB blocks, fsync, close; then read it back
+  // past the page cache, 1 MiB at a time, and verify every byte.
+  void RunTask(int t) {
+    TaskState& s = tasks_[t];
+    s.error = Work(t);
+    s.needs = kNone;
+    s.done = true;
+  }
+
+  std::string Work(int t) {
+    TaskState& s = tasks_[t];
+    std::string path = dir_ + "/f" + std::to_string(t);
+    std::vector<uint8_t> buf(kBlock);
+    s.needs = kMds;
+    int fd = open(path.c_str(), O_WRONLY);  // created empty by the test body
+    if (fd < 0) return "open " + path + ": " + std::strerror(errno);
+    for (int b = 0; b < kBlocksPerFile; ++b) {
+      uint64_t off = b * kBlock;
+      Fill(t, off, buf);
+      s.needs = s.oss_of_stripe[b % 2];
+      ssize_t n = pwrite(fd, buf.data(), kBlock, static_cast<off_t>(off));
+      s.needs = kNone;
+      if (n != static_cast<ssize_t>(kBlock)) return Failed("pwrite", path, off, n, fd);
+      ++writes_done_;
+    }
+    s.needs = kAll;
+    if (fsync(fd) != 0) return Failed("fsync", path, 0, -1, fd);
+    if (close(fd) != 0) return "close " + path + ": " + std::strerror(errno);
+    s.needs = kMds;
+    fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) return "open " + path + ": " + std::strerror(errno);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    s.needs = kNone;
+    for (int b = 0; b < kBlocksPerFile; ++b) {
+      uint64_t off = b * kBlock;
+      std::fill(buf.begin(), buf.end(), 0);
+      s.needs = s.oss_of_stripe[b % 2];
+      ssize_t n = pread(fd, buf.data(), kBlock, static_cast<off_t>(off));
+      s.needs = kNone;
+      if (n != static_cast<ssize_t>(kBlock)) return Failed("pread", path, off, n, fd);
+      int64_t bad = FirstWrong(t, off, buf);
+      if (bad >= 0) {
+        close(fd);
+        return "WRONG DATA in " + path + " at byte " + std::to_string(bad);
+      }
+      ++reads_done_;
+    }
+    s.needs = kMds;
+    close(fd);
+    return "";
+  }
+
+  static std::string Failed(const char* op, const std::string& path, uint64_t off, ssize_t n,
+                            int fd) {
+    std::string why = n < 0 ? std::strerror(errno) : "short: " + std::to_string(n);
+    close(fd);
+    return std::string(op) + " " + path + " at " + std::to_string(off) + ": " + why;
+  }
+
+  // Stops OSS `oss` once `counter` reaches `trigger`, waits until no task can
+  // make progress, then lets it go. Returns how many tasks were then in a call
+  // that needs the stopped OSS.
+  //
+  // "No progress": every task still working is in a call, and the calls that
+  // need the stopped OSS hold every FUSE thread (min(unfinished, max_threads)
+  // of them): the rest, whatever server they need, wait for a thread.
+  int StallOss(int oss, const std::atomic<int>& counter, int trigger, int max_threads) {
+    bool reached = PollUntil([&] { return counter >= trigger || AllDone(); }, milliseconds(60000),
+                             milliseconds(1));
+    EXPECT_TRUE(reached) << "the tasks never reached " << trigger << " calls";
+    if (AllDone()) return 0;
+    EXPECT_TRUE(cluster().KillOss(oss, SIGSTOP).ok());
+    int blocked = 0;
+    bool stuck = PollUntil(
+        [&] {
+          int unfinished = 0;
+          blocked = 0;
+          for (auto& s : tasks_) {
+            if (s.done) continue;
+            int n = s.needs;
+            if (n == kNone) return false;
+            ++unfinished;
+            if (n == oss || n == kAll) ++blocked;
+          }
+          return blocked >= std::min(unfinished, max_threads);
+        },
+        milliseconds(20000), milliseconds(2));
+    peak_rss_while_stalled_ = std::max(peak_rss_while_stalled_, StatusKb(mount_pid_, "VmRSS"));
+    EXPECT_TRUE(cluster().KillOss(oss, SIGCONT).ok());
+    EXPECT_TRUE(stuck) << "the tasks never all got stuck behind the stopped oss" << oss;
+    return blocked;
+  }
+
+  bool AllDone() const {
+    for (auto& s : tasks_) {
+      if (!s.done) return false;
+    }
+    return true;
+  }
+
+  std::string dir_;
+  pid_t mount_pid_ = -1;
+  uint64_t peak_rss_while_stalled_ = 0;
+  std::vector<TaskState> tasks_ = std::vector<TaskState>(kTasks);
+  std::atomic<int> writes_done_{0};
+  std::atomic<int> reads_done_{0};
+};
+
+// GetParam() is the mount's max_threads: 64 (the default, one FUSE thread per
+// task) and 8 (eight tasks per FUSE thread: the rest queue in the kernel).
+TEST_P(OverloadMemoryTest, SixtyFourTasksThroughOneMountWithAStalledOssAllFinishVerifiedWithinTheMemoryBounds) {
+  const int max_threads = GetParam();
+  const uint64_t client_bound = ClientBound(max_threads);
+  const uint64_t oss_bound = OssBound(max_threads);
+  auto mnt = cluster().Mount({}, {"max_threads=" + std::to_string(max_threads)});
+  ASSERT_TRUE(mnt.ok()) << mnt.status().ToString();
+  auto c = cluster().Connect();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  dir_ = *mnt + "/load";
+  ASSERT_EQ(mkdir(dir_.c_str(), 0755), 0);
+  auto d = (*c)->ResolvePath(kRoot, "/load");
+  ASSERT_TRUE(d.ok());
+  client::LayoutSpec two{.stripe_size = kBlock, .stripe_count = 2};
+  ASSERT_TRUE((*c)->SetLayout(kRoot, d->ino, two, false).ok());
+  mount_pid_ = PidOf("sfs-mount", *mnt);
+  ASSERT_GT(mount_pid_, 0) << "sfs-mount's pid";
+  std::vector<pid_t> oss_pids;
+  for (int i = 0; i < cluster().num_oss(); ++i) {
+    oss_pids.push_back(PidOf("sfs-oss", cluster().ost_dir(i)));
+    ASSERT_GT(oss_pids.back(), 0) << "pid of oss" << i;
+  }
+  pid_t mds_pid = PidOf("sfs-mds", cluster().root() + "/mds");
+  ASSERT_GT(mds_pid, 0) << "sfs-mds's pid";
+
+  // Create the files first (empty), so that the OSS of each stripe is known
+  // before the load starts: block b of a file lives on stripe b % 2.
+  for (int t = 0; t < kTasks; ++t) {
+    std::string name = "/load/f" + std::to_string(t);
+    int fd = open((*mnt + name).c_str(), O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0) << name << ": " << std::strerror(errno);
+    close(fd);
+    auto a = (*c)->ResolvePath(kRoot, name);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    auto l = (*c)->GetLayout(kRoot, a->ino);
+    ASSERT_TRUE(l.ok() && l->objects.size() == 2u) << name << " should have 2 stripes";
+    for (int k = 0; k < 2; ++k) {
+      tasks_[t].oss_of_stripe[k] = cluster().OssOfOst(**c, l->objects[k].ost);
+      ASSERT_GE(tasks_[t].oss_of_stripe[k], 0);
+    }
+  }
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kTasks; ++t) threads.emplace_back([this, t] { RunTask(t); });
+  // Writes: oss0 stalls after a eighth of the writes; reads: oss1 after a quarter.
+  int blocked_writing = StallOss(0, writes_done_, kTasks * kBlocksPerFile / 8, max_threads);
+  int blocked_reading = StallOss(1, reads_done_, kTasks * kBlocksPerFile / 4, max_threads);
+  for (auto& th : threads) th.join();
+
+  int failed = 0;
+  for (int t = 0; t < kTasks; ++t) {
+    if (tasks_[t].error.empty()) continue;
+    ++failed;
+    ADD_FAILURE() << "task " << t << ": " << tasks_[t].error;
+  }
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(writes_done_, kTasks * kBlocksPerFile);
+  EXPECT_EQ(reads_done_, kTasks * kBlocksPerFile);
+  // Overload: at least as many calls waited on the stopped OSS as it has
+  // workers (8), and with max_threads 64 many more.
+  EXPECT_GE(blocked_writing, std::min(32, max_threads)) << "tasks blocked on it while writing";
+  EXPECT_GE(blocked_reading, 8) << "tasks blocked on it while reading";
+
+  uint64_t mount_hwm = StatusKb(mount_pid_, "VmHWM");
+  uint64_t mds_hwm = StatusKb(mds_pid, "VmHWM");
+  std::printf("max_threads %d; blocked on the stalled OSS: %d writing, %d reading\n",
+              max_threads, blocked_writing, blocked_reading);
+  std::printf("sfs-mount VmHWM %.1f MiB (bound %.0f; VmRSS while stalled %.1f)\n",
+              mount_hwm / double(kMiB), client_bound / double(kMiB),
+              peak_rss_while_stalled_ / double(kMiB));
+  EXPECT_GT(mount_hwm, 0u);
+  EXPECT_LE(mount_hwm, client_bound);
+  for (size_t i = 0; i < oss_pids.size(); ++i) {
+    uint64_t hwm = StatusKb(oss_pids[i], "VmHWM");
+    std::printf("sfs-oss %zu VmHWM %.1f MiB (bound %.0f)\n", i, hwm / double(kMiB),
+                oss_bound / double(kMiB));
+    EXPECT_GT(hwm, 0u);
+    EXPECT_LE(hwm, oss_bound) << "oss" << i;
+  }
+  std::printf("sfs-mds VmHWM %.1f MiB (bound %.0f)\n", mds_hwm / double(kMiB),
+              kMdsBound / double(kMiB));
+  EXPECT_GT(mds_hwm, 0u);
+  EXPECT_LE(mds_hwm, kMdsBound);
+}
+
+INSTANTIATE_TEST_SUITE_P(MaxThreads, OverloadMemoryTest, ::testing::Values(64, 8));
+
+}  // namespace
+}  // namespace sfs::testing
