@@ -36,6 +36,10 @@ void FuseOps::OnReleasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_err(req, 0);
 }
 
+void FuseOps::OnFsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
+  ReplyStatus(req, client_->SyncMetadata());
+}
+
 void FuseOps::OnReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         fuse_file_info* fi) {
   DoReaddir(req, ino, size, off, fi, /*plus=*/false);

@@ -345,6 +345,9 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     o.releasedir = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
       Self(r)->OnReleasedir(r, i, f);
     };
+    o.fsyncdir = [](fuse_req_t r, fuse_ino_t i, int d, fuse_file_info* f) {
+      Self(r)->OnFsyncdir(r, i, d, f);
+    };
     o.statfs = [](fuse_req_t r, fuse_ino_t i) { Self(r)->OnStatfs(r, i); };
     o.setxattr = [](fuse_req_t r, fuse_ino_t i, const char* n, const char* v, size_t s, int fl) {
       Self(r)->OnSetXattr(r, i, n, v, s, fl);

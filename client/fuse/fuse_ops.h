@@ -125,6 +125,9 @@ class FuseOps {
   void OnReaddirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      fuse_file_info* fi);
   void OnReleasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  // fsync(2) of a directory: its entries (and every other metadata change
+  // acknowledged before) become durable on the MDS.
+  void OnFsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
 
  private:
   double AttrTimeout(uint32_t mode) const;

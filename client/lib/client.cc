@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <future>
 #include <random>
 #include <unordered_map>
 #include <utility>
@@ -428,9 +429,18 @@ Status Client::Flush(File& f) {
 }
 
 Status Client::Fsync(File& f, bool datasync) {
-  SFS_RETURN_IF_ERROR(impl_->striper->Sync(f.layout_));
-  return Flush(f);
+  // The MDS half runs beside the OSS syncs: the size report first, so the
+  // MDS commit after it covers it (and everything acknowledged before).
+  std::future<Status> mds = std::async(std::launch::async, [this, &f] {
+    Status st = Flush(f);
+    return st.ok() ? impl_->mds->Sync() : st;
+  });
+  Status oss = impl_->striper->Sync(f.layout_);
+  Status md = mds.get();
+  return oss.ok() ? md : oss;
 }
+
+Status Client::SyncMetadata() { return impl_->mds->Sync(); }
 
 // ---- namespace ----
 

@@ -195,8 +195,12 @@ class Client {
   Result<size_t> Write(File& f, uint64_t off, std::span<const uint8_t> buf);
   // Reports the written size to the MDS if it grew.
   Status Flush(File& f);
-  // Makes written data durable on the OSSes (and the size on the MDS).
+  // Makes written data durable on the OSSes, and the size and every other
+  // metadata change the MDS acknowledged before it (the file's create,
+  // renames...) durable on the MDS.
   Status Fsync(File& f, bool datasync);
+  // Makes every metadata change acknowledged before it durable (fsyncdir).
+  Status SyncMetadata();
 
   Result<Attr> Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
                      uint64_t rdev);

@@ -192,6 +192,18 @@ Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req)
   return r;
 }
 
+Status MdsClient::Sync() {
+  proto::MdsRequest req;
+  proto::MdsResponse resp;
+  req.mutable_sync();
+  // Re-sent after an MDS restart, it is trivially true: the restarted MDS
+  // wrote what it recovered from its log to synced tables.
+  Status st = Call(nullptr, &req, &resp);
+  // An MDS from before SyncReq synced every op before replying: nothing to do.
+  if (resp.status().code() == EPROTO) return Status::Ok();
+  return st;
+}
+
 Status MdsClient::Ping(std::chrono::milliseconds timeout) {
   proto::MdsRequest req;
   proto::MdsResponse resp;

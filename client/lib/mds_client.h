@@ -112,6 +112,9 @@ class MdsClient {
   Result<DirPage> Readdir(const Cred& c, uint64_t ino, std::string_view after,
                           uint32_t max_entries, bool with_attrs);
   Result<FsStat> Statfs();
+  // Returns once every change the MDS acknowledged before this call is
+  // durable (SyncReq: the MDS otherwise commits within its commit interval).
+  Status Sync();
 
   Result<std::string> GetXattr(const Cred& c, uint64_t ino, std::string_view name);
   Status SetXattr(const Cred& c, uint64_t ino, std::string_view name, std::string_view value,

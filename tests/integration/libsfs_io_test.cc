@@ -249,6 +249,23 @@ TEST_F(IoTest, ObjectsOfARemovedFileAreDestroyedOnTheirOsts) {
       << "objects still on the OSTs 30 s after unlink, e.g. " << paths[0];
 }
 
+TEST_F(IoTest, FsyncReportsTheSizeToTheMdsBeforeItReturns) {
+  // The MDS half of Fsync (size report, then SyncReq) runs beside the OSS
+  // syncs; both must be done when it returns.
+  std::mt19937_64 rng(PerTestSeed());
+  Twin t = CreateTwin(TestName(), Striped(3, 64 * kKiB));
+  ASSERT_TRUE(t.file);
+  ASSERT_NO_FATAL_FAILURE(Write(t, 0, RandomBytes(rng, 200 * kKiB + 17)));
+  ASSERT_TRUE(client().Fsync(*t.file, false).ok());
+  auto c2 = cluster().Connect();
+  ASSERT_TRUE(c2.ok()) << c2.status().ToString();
+  auto attr = (*c2)->GetAttr(kRoot, t.file->ino());
+  ASSERT_TRUE(attr.ok()) << attr.status().ToString();
+  EXPECT_EQ(attr->size, t.size) << "size seen by another client after fsync, before close";
+  EXPECT_TRUE(client().SyncMetadata().ok());
+  ASSERT_TRUE(client().Close(t.file).ok());
+}
+
 TEST_F(IoTest, AFileUnlinkedWhileOpenKeepsItsDataUntilTheLastClose) {
   std::mt19937_64 rng(PerTestSeed());
   Twin t = CreateTwin(TestName(), Striped(4, 64 * kKiB));
