@@ -3,17 +3,22 @@
 // (so a --listen port of 0 becomes the real port before we register it),
 // registers with the MDS in the background, prints `LISTENING host:port` once
 // the first registration succeeded, and on SIGTERM/SIGINT stops cleanly.
+// A sweeper thread removes object tombstones older than --tombstone-ttl-s
+// (default one hour, at least 60 s: the client recovery timeout; see
+// docs/formats.md "Tombstones"), at start and then every ttl/8.
 //
 // Signals are blocked in every thread and taken synchronously with sigwait in
 // the main thread, so shutdown runs as ordinary code, not in a handler.
 #include <sys/resource.h>
 
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/log.h"
@@ -30,7 +35,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: sfs-oss --mds HOST:PORT --ost DIR [--ost DIR ...] --listen HOST:PORT "
     "[--heartbeat-ms N] [--workers N] [--io-threads N] [--checksums=on|off] "
-    "[--transport=auto|tcp|rdma]";
+    "[--transport=auto|tcp|rdma] [--tombstone-ttl-s N (>= 60)]";
 
 struct Flags {
   std::string mds;
@@ -41,6 +46,7 @@ struct Flags {
   int io_threads = 2;
   bool checksums = true;  // per-chunk crcs on disk (FileStoreOptions::checksums)
   rpc::TransportMode transport = rpc::TransportMode::kAuto;
+  int tombstone_ttl_s = 3600;  // how long a destroyed object answers ESTALE
 };
 
 bool ParseInt(const std::string& s, int lo, int hi, int* out) {
@@ -73,6 +79,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (arg == "--checksums" && (value == "on" || value == "off"))
       f->checksums = value == "on";
     else if (arg == "--transport" && rpc::ParseTransportMode(value, &f->transport)) continue;
+    else if (arg == "--tombstone-ttl-s" && ParseInt(value, 60, 365 * 86400, &f->tombstone_ttl_s))
+      continue;
     else return false;
   }
   std::string host;
@@ -107,6 +115,47 @@ Result<Stores> OpenStores(const std::vector<std::string>& dirs, bool checksums) 
   }
   return stores;
 }
+
+// Expires tombstones older than ttl on every store, now and every ttl/8,
+// until destroyed.
+class TombstoneSweeper {
+ public:
+  TombstoneSweeper(std::vector<ObjectStore*> stores, std::chrono::seconds ttl)
+      : stores_(std::move(stores)), ttl_(ttl), thread_([this] { Loop(); }) {}
+  ~TombstoneSweeper() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      for (ObjectStore* s : stores_) {
+        Result<uint64_t> n = s->ExpireTombstones(std::chrono::system_clock::now() - ttl_);
+        if (!n.ok()) {
+          LOG_WARN("OST " << s->uuid() << ": tombstone sweep: " << n.status().ToString());
+        } else if (*n > 0) {
+          LOG_INFO("OST " << s->uuid() << ": expired " << *n << " tombstone(s)");
+        }
+      }
+      lock.lock();
+      cv_.wait_for(lock, ttl_ / 8, [this] { return stop_; });
+    }
+  }
+
+  const std::vector<ObjectStore*> stores_;
+  const std::chrono::seconds ttl_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // GUARDED_BY(mu_)
+  std::thread thread_;  // last: starts after the members above exist
+};
 
 int Fail(const Status& st) {
   LOG_ERROR(st.ToString());
@@ -145,6 +194,7 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   Registrar registrar(ropts, raw, io->MakeTcpChannel(flags.mds), on_registered);
   LOG_INFO("serving " << raw.size() << " OST(s) on " << *self << ", MDS " << flags.mds);
   registrar.Start();
+  TombstoneSweeper sweeper(raw, std::chrono::seconds(flags.tombstone_ttl_s));
 
   int sig = 0;
   sigwait(&signals, &sig);

@@ -33,6 +33,7 @@ struct Striper::Piece {
   rpc::Channel* channel = nullptr;
   Status status;
   bool transport_error = false;
+  bool destroyed = false;  // ESTALE: the OSS destroyed the object (a stale layout)
   uint64_t blocks = 0;  // stat result
 };
 
@@ -44,6 +45,7 @@ constexpr int kMaxRounds = 16;
 
 // The OSS could not be reached or does not serve the OST: a fresh map may help.
 bool Unreachable(const Piece& p) {
+  if (p.destroyed) return false;  // no map can bring a destroyed object back
   if (p.status.code() == ESTALE) return true;
   return p.transport_error && p.status.code() != EPROTO && p.status.code() != EMSGSIZE;
 }
@@ -129,6 +131,7 @@ std::string Serialize(const Piece& p, uint64_t client_id) {
 
 void Decode(Piece& p, Status st, const rpc::Response& resp) {
   p.transport_error = !st.ok();
+  p.destroyed = false;
   if (!st.ok()) {
     p.status = std::move(st);
     return;
@@ -141,6 +144,7 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
   }
   if (r.status().code() != 0) {
     p.status = Status(r.status().code(), r.status().message());
+    p.destroyed = r.status().code() == ESTALE && r.object_destroyed();
     return;
   }
   // The OSS sends exactly `length` bytes; should it send fewer, the rest are
@@ -152,13 +156,16 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
   p.status = Status::Ok();
 }
 
-// The first failing piece in order; transport trouble and stale OSTs become EIO.
+// The first failing piece in order; transport trouble and stale OSTs become
+// EIO. A destroyed object stays ESTALE, as NFS reports a file removed by
+// another client: the application's handle is stale, not its disk failing,
+// and only re-opening the path can help (retrying, as after EIO, cannot).
 Status FirstError(const std::vector<Piece>& pieces) {
   for (const Piece& p : pieces) {
     if (p.status.ok()) continue;
     std::string where = "OST " + std::to_string(p.ost) + " object " + std::to_string(p.oid);
     if (p.channel != nullptr) where += " at " + p.channel->address();
-    if (p.transport_error || p.status.code() == ESTALE) {
+    if (p.transport_error || (p.status.code() == ESTALE && !p.destroyed)) {
       return Status(EIO, where + ": " + p.status.ToString());
     }
     return Status(p.status.code(), where + ": " + p.status.message());

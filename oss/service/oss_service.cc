@@ -107,6 +107,9 @@ void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
     return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);
   }
   Status st = Dispatch(*store, oreq, req, &resp, reply);
+  // The store's only ESTALE: a client with an old layout (tells it apart
+  // from the unknown-OST ESTALE above, which a fresh OST map may cure).
+  if (st.code() == ESTALE) resp.set_object_destroyed(true);
   if (st.code() == EIO) {  // a failing disk or corrupt data is worth an operator's attention
     LOG_ERROR("ost " << oreq.ost() << " oid " << oreq.oid() << ": " << st.ToString());
   } else if (!st.ok()) {

@@ -4,6 +4,7 @@
 // Errors (in the reply's status; the handler never fails otherwise):
 //   payload that does not parse, wrong service, no op  -> EPROTO
 //   OST index this OSS does not serve (yet)              -> ESTALE
+//   object destroyed (a tombstone, see object_store.h)   -> ESTALE + object_destroyed
 //   read length or write bulk over kMaxIo, empty write   -> EINVAL
 //   anything the store reports (ENOSPC, EIO, EFBIG ...)  -> passed through
 // A read replies with exactly `length` bytes of bulk (zeros past the data) and

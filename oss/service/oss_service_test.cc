@@ -157,8 +157,29 @@ TEST_F(OssServiceTest, StatTruncatePunchDestroyRoundTrip) {
   OssRequest destroy = Req(7, 5);
   destroy.mutable_destroy();
   EXPECT_EQ(Call(destroy).status().code(), 0);
-  EXPECT_EQ(Call(destroy).status().code(), 0);  // again: ENOENT is success
-  EXPECT_FALSE(Call(stat).stat().exists());
+  EXPECT_EQ(Call(destroy).status().code(), 0);  // again: success
+  EXPECT_EQ(Call(stat).status().code(), ESTALE);
+}
+
+TEST_F(OssServiceTest, ADestroyedObjectIsEstaleMarkedDestroyedAndAnUnknownOstIsNot) {
+  ASSERT_EQ(Write(7, 40, 0, std::vector<uint8_t>(100, 1)).status().code(), 0);
+  OssRequest destroy = Req(7, 40);
+  destroy.mutable_destroy();
+  ASSERT_EQ(Call(destroy).status().code(), 0);
+  std::vector<uint8_t> out;
+  OssResponse r = Read(7, 40, 0, 100, &out);
+  EXPECT_EQ(r.status().code(), ESTALE);
+  EXPECT_TRUE(r.object_destroyed());
+  EXPECT_TRUE(out.empty()) << "a stale read must carry no bytes";
+  OssResponse w = Write(7, 40, 0, std::vector<uint8_t>(100, 2));
+  EXPECT_EQ(w.status().code(), ESTALE);
+  EXPECT_TRUE(w.object_destroyed());
+  OssResponse never = Read(7, 41, 0, 100, &out);
+  EXPECT_EQ(never.status().code(), 0) << "a never-written object is a hole";
+  EXPECT_EQ(out, std::vector<uint8_t>(100, 0));
+  OssResponse unknown = Read(9, 40, 0, 100, &out);
+  EXPECT_EQ(unknown.status().code(), ESTALE);
+  EXPECT_FALSE(unknown.object_destroyed());
 }
 
 TEST_F(OssServiceTest, SyncWriteAndSyncOpSucceed) {

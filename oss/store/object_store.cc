@@ -2,7 +2,7 @@
 //
 // Data goes straight between the caller's buffer and the file with pread/pwrite
 // (positional, so many threads share one descriptor without locking). Open
-// descriptors live in an FdCache; Destroy unlinks first and evicts second so a
+// descriptors live in an FdCache; Destroy renames first and evicts second so a
 // racing open can never re-cache the removed file (see FdCache::Insert).
 //
 // Durability: a sync write or Sync fdatasyncs the object and, the first time
@@ -12,8 +12,20 @@
 // then the sidecar, so when Sync returns both the bytes and their crcs are
 // durable together (what a chunk written after its last sync may read as
 // after a machine crash is in checked_object.h).
+//
+// Tombstones (object_store.h, docs/formats.md): Destroy renames the object
+// file to `<oid>.gone` and truncates it (or creates it empty when there was
+// no object), removes the sidecar, then fsyncs the directory. Opening a
+// missing object checks for the tombstone (ESTALE), and creating one checks
+// again after the create: a create racing with a Destroy either happened
+// before the rename (which then takes the new file away) or sees the
+// tombstone and removes its own file, so no object outlives its Destroy. (In
+// the first case a write already past its check may land in the tombstone
+// after the truncate: those bytes are freed when the tombstone expires.)
+// The checks cost a stat only when an object is missing.
 #include "oss/store/object_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
@@ -44,6 +56,12 @@ Status CheckRange(uint64_t off, uint64_t len, int err) {
     return Status::Errno(err, "range beyond the maximum object size");
   }
   return Status::Ok();
+}
+
+constexpr char kTombSuffix[] = ".gone";
+
+Status DestroyedError(uint64_t oid) {
+  return Status::Errno(ESTALE, "object " + std::to_string(oid) + " was destroyed");
 }
 
 std::string Hex(uint64_t v, int digits) {
@@ -152,11 +170,17 @@ class FileObjectStore : public ObjectStore {
   Status Destroy(uint64_t oid) override;
   Status Sync(uint64_t oid) override;
   Result<OstSpace> Statfs() override;
+  Result<uint64_t> ExpireTombstones(std::chrono::system_clock::time_point cutoff) override;
 
  private:
   std::string SubdirOf(uint64_t oid) const { return dir_ + "/objects/" + Hex(oid % 256, 2); }
   std::string PathOf(uint64_t oid) const { return SubdirOf(oid) + "/" + Hex(oid, 16); }
   std::string CrcPathOf(uint64_t oid) const { return PathOf(oid) + ".crc"; }
+  std::string TombPathOf(uint64_t oid) const { return PathOf(oid) + kTombSuffix; }
+  // Whether oid has a tombstone (was destroyed).
+  bool Destroyed(uint64_t oid) const { return ::access(TombPathOf(oid).c_str(), F_OK) == 0; }
+  // Removes a file this store just created for an object found destroyed.
+  Status UndoCreate(uint64_t oid, int fd, int crc_fd);
   CheckedObject Checked(uint64_t oid, const Fd& fd) const {
     return CheckedObject(env_, fd.get(), fd.crc(), "oid " + std::to_string(oid) + " (" +
                                                        PathOf(oid) + ")");
@@ -200,6 +224,7 @@ Result<std::shared_ptr<Fd>> FileObjectStore::OpenFile(uint64_t oid, bool create)
       return std::make_shared<Fd>(fd, false, *crc_fd);
     }
     if (errno != ENOENT) return Status::FromErrno("open " + path);
+    if (Destroyed(oid)) return DestroyedError(oid);
     if (!create) return std::shared_ptr<Fd>();
     // The sidecar comes first, so a checksummed object file never exists
     // without one (a crash in between leaves an empty sidecar, harmless).
@@ -207,11 +232,20 @@ Result<std::shared_ptr<Fd>> FileObjectStore::OpenFile(uint64_t oid, bool create)
     // O_EXCL tells us whether this call created the file, which decides
     // whether a later sync must also make the directory entry durable.
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0 && Destroyed(oid)) return UndoCreate(oid, fd, crc_fd);  // lost a race with Destroy
     if (fd >= 0) return std::make_shared<Fd>(fd, true, crc_fd);
     Status st = Status::FromErrno("create " + path);
     if (crc_fd >= 0) ::close(crc_fd);
     if (st.code() != EEXIST) return st;
   }
+}
+
+Status FileObjectStore::UndoCreate(uint64_t oid, int fd, int crc_fd) {
+  ::close(fd);
+  if (crc_fd >= 0) ::close(crc_fd);
+  ::unlink(PathOf(oid).c_str());  // ENOENT if Destroy's rename took it
+  ::unlink(CrcPathOf(oid).c_str());
+  return DestroyedError(oid);
 }
 
 Result<int> FileObjectStore::OpenSidecar(uint64_t oid, bool create) {
@@ -325,25 +359,62 @@ Status FileObjectStore::ZeroRange(int fd, uint64_t off, uint64_t len) {
 Result<ObjectAttr> FileObjectStore::Stat(uint64_t oid) {
   struct stat st;
   if (::stat(PathOf(oid).c_str(), &st) != 0) {
+    if (errno == ENOENT && Destroyed(oid)) return DestroyedError(oid);
     if (errno == ENOENT) return ObjectAttr{};
     return Status::FromErrno("stat " + PathOf(oid));
   }
   return ObjectAttr{true, static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_blocks)};
 }
 
+// The object file becomes its tombstone in one rename (so a destroy needs no
+// new inode and works on a full OST), then gives back its blocks.
 Status FileObjectStore::Destroy(uint64_t oid) {
-  // Unlink before evicting: an open racing with us then either fails with
-  // ENOENT / creates a new file, or sees the epoch bump and does not cache.
-  Status st;
-  if (::unlink(PathOf(oid).c_str()) != 0 && errno != ENOENT) {
-    st = Status::FromErrno("unlink " + PathOf(oid));
+  std::string tomb = TombPathOf(oid);
+  for (bool created = false;;) {
+    if (::rename(PathOf(oid).c_str(), tomb.c_str()) == 0) {
+      if (::truncate(tomb.c_str(), 0) != 0) return Status::FromErrno("truncate " + tomb);
+      break;
+    }
+    if (errno != ENOENT) return Status::FromErrno("rename " + PathOf(oid));
+    if (created) break;
+    // Never written, or destroyed before. Once the tombstone exists every
+    // create sees it; one created before it is caught by the second rename.
+    int fd = ::open(tomb.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::FromErrno("create " + tomb);
+    ::close(fd);
+    created = true;
   }
-  // The sidecar goes second: an object file is never left without it.
-  if (st.ok() && ::unlink(CrcPathOf(oid).c_str()) != 0 && errno != ENOENT) {
-    st = Status::FromErrno("unlink " + CrcPathOf(oid));
+  // The sidecar goes second: an object file is never left without it. Evict
+  // last: an open racing with us then either fails with ENOENT, or sees the
+  // epoch bump and does not cache.
+  if (::unlink(CrcPathOf(oid).c_str()) != 0 && errno != ENOENT) {
+    return Status::FromErrno("unlink " + CrcPathOf(oid));
   }
   cache_.Erase(oid);
-  return st;
+  return FsyncPath(SubdirOf(oid));  // the tombstone and the unlinks survive a crash
+}
+
+// One pass over every objects/XX directory; a tombstone's ctime is when its
+// object was destroyed (Destroy of a destroyed object does not touch it).
+Result<uint64_t> FileObjectStore::ExpireTombstones(std::chrono::system_clock::time_point cutoff) {
+  const time_t limit = std::chrono::system_clock::to_time_t(cutoff);
+  const size_t name_len = 16 + sizeof(kTombSuffix) - 1;
+  uint64_t removed = 0;
+  for (uint64_t sub = 0; sub < 256; ++sub) {
+    std::string dir = dir_ + "/objects/" + Hex(sub, 2);
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return Status::FromErrno("opendir " + dir);
+    while (const dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() != name_len || name.compare(16, name.npos, kTombSuffix) != 0) continue;
+      struct stat st;
+      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (st.st_ctime >= limit) continue;
+      if (::unlinkat(::dirfd(d), e->d_name, 0) == 0) ++removed;
+    }
+    ::closedir(d);
+  }
+  return removed;
 }
 
 Status FileObjectStore::Sync(uint64_t oid) {

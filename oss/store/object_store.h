@@ -2,16 +2,28 @@
 //
 // An object is a sparse byte array named by a 64-bit object id. It comes into
 // being on its first Write or Truncate; reading, punching, stat-ing, syncing or
-// destroying an object that does not exist is not an error (it reads as zeros,
-// stats as !exists, and the rest are no-ops). Errors are POSIX errnos in a
-// Status: a full disk is ENOSPC and a failing one EIO, never a crash.
+// destroying an object that was never written is not an error (it reads as
+// zeros, stats as !exists, and the rest are no-ops). Errors are POSIX errnos
+// in a Status: a full disk is ENOSPC and a failing one EIO, never a crash.
+//
+// Destroyed objects: Destroy leaves a tombstone, and every later operation on
+// that object id but Destroy (Read, Write, Truncate, Punch, Stat, Sync) fails
+// with ESTALE instead of reading zeros or re-creating an object nobody would
+// ever free. A client that kept an old layout (its opens were dropped, or the
+// file was destroyed under it) thus gets an error, never wrong data.
+// Tombstones are persistent (they survive a restart of the OSS and, once
+// Destroy returned, a crash of its machine) and are removed by
+// ExpireTombstones once older than the OSS's --tombstone-ttl-s. Why a bounded
+// life is enough, and why the tombstone never hides a live object (object ids
+// are never reused), is in docs/formats.md ("Tombstones").
 //
 // Thread safety: every method may be called concurrently from many threads.
 // Concurrent writes to disjoint ranges of one object never disturb each other;
 // overlapping concurrent writes leave each byte from one of the writers.
 //
 // The file-backed implementation keeps each object as a file
-// `<ost>/objects/<oid % 256 as 2 hex digits>/<oid as 16 hex digits>` and the
+// `<ost>/objects/<oid % 256 as 2 hex digits>/<oid as 16 hex digits>`, a
+// tombstone as an empty file of the same name plus ".gone" beside it, and the
 // OST's identity in `<ost>/ost_uuid` (32 hex digits, created on first open).
 //
 // End-to-end integrity on disk: with checksums on (the default) each object
@@ -24,6 +36,7 @@
 // later checksummed store never sees stale crcs.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -71,13 +84,19 @@ class ObjectStore {
 
   virtual Result<ObjectAttr> Stat(uint64_t oid) = 0;
 
-  // Removes the object. A missing object is success.
+  // Removes the object and leaves its tombstone (durable when this returns
+  // OK). A missing or already destroyed object is success.
   virtual Status Destroy(uint64_t oid) = 0;
 
   // Makes the object's data and existence durable.
   virtual Status Sync(uint64_t oid) = 0;
 
   virtual Result<OstSpace> Statfs() = 0;
+
+  // Removes the tombstones of objects destroyed before `cutoff` (by their
+  // ctime); returns how many it removed. Those object ids read as never
+  // written again.
+  virtual Result<uint64_t> ExpireTombstones(std::chrono::system_clock::time_point cutoff) = 0;
 };
 
 class Env;

@@ -158,19 +158,70 @@ TEST_F(ObjectStoreTest, PunchOrSyncOfMissingObjectIsANoOp) {
   EXPECT_FALSE(st->exists);
 }
 
-TEST_F(ObjectStoreTest, DestroyRemovesTheFileAndALaterReadIsZeros) {
+// Every op on a destroyed object but Destroy is ESTALE: the caller's layout is stale.
+void ExpectEveryOpIsEstale(ObjectStore& s, uint64_t oid) {
+  Bytes b(100, 0xEE);
+  EXPECT_EQ(s.Read(oid, 0, b).status().code(), ESTALE);
+  EXPECT_EQ(s.Write(oid, 0, Pattern(10, 1), false).code(), ESTALE);
+  EXPECT_EQ(s.Write(oid, 0, Pattern(10, 1), true).code(), ESTALE);
+  EXPECT_EQ(s.Truncate(oid, 4096).code(), ESTALE);
+  EXPECT_EQ(s.Punch(oid, 0, 4096).code(), ESTALE);
+  EXPECT_EQ(s.Stat(oid).status().code(), ESTALE);
+  EXPECT_EQ(s.Sync(oid).code(), ESTALE);
+}
+
+TEST_F(ObjectStoreTest, DestroyLeavesAnEmptyTombstoneAndEveryLaterOpIsEstale) {
   WriteOk(6, 0, Pattern(8192, 1));
+  Bytes warm(10);
+  ASSERT_TRUE(store_->Read(6, 0, warm).ok());  // the object's fd is cached now
   ASSERT_TRUE(store_->Destroy(6).ok());
   EXPECT_FALSE(std::filesystem::exists(ObjectPath(6)));
+  EXPECT_FALSE(std::filesystem::exists(ObjectPath(6) + ".crc"));
+  ASSERT_TRUE(std::filesystem::exists(ObjectPath(6) + ".gone"));
+  EXPECT_EQ(std::filesystem::file_size(ObjectPath(6) + ".gone"), 0u);
+  ExpectEveryOpIsEstale(*store_, 6);
+  EXPECT_FALSE(std::filesystem::exists(ObjectPath(6))) << "a write re-created the object";
+  EXPECT_FALSE(std::filesystem::exists(ObjectPath(6) + ".crc"));
+  EXPECT_TRUE(store_->Destroy(6).ok());  // again: success
+}
+
+TEST_F(ObjectStoreTest, ANeverWrittenObjectDestroyedIsEstaleToo) {
+  ASSERT_TRUE(store_->Destroy(7).ok());
+  ExpectEveryOpIsEstale(*store_, 7);
+  EXPECT_FALSE(std::filesystem::exists(ObjectPath(7)));
+}
+
+TEST_F(ObjectStoreTest, ANeverWrittenObjectStillReadsAsZerosBesideADestroyedOne) {
+  WriteOk(300, 0, Pattern(10, 1));
+  ASSERT_TRUE(store_->Destroy(300).ok());
   uint64_t got = 1;
-  EXPECT_EQ(ReadBack(6, 0, 8192, &got), Bytes(8192, 0));
+  EXPECT_EQ(ReadBack(301, 0, 64, &got), Bytes(64, 0));
   EXPECT_EQ(got, 0u);
-  EXPECT_TRUE(store_->Destroy(6).ok());  // ENOENT is success
-  WriteOk(6, 10, Pattern(5, 2));          // a re-created object starts empty
-  uint64_t got2 = 0;
-  Bytes b = ReadBack(6, 0, 15, &got2);
-  EXPECT_EQ(got2, 15u);
-  EXPECT_EQ(Bytes(b.begin(), b.begin() + 10), Bytes(10, 0));
+  WriteOk(301, 0, Pattern(10, 2));
+  EXPECT_EQ(ReadBack(301, 0, 10), Pattern(10, 2));
+}
+
+TEST_F(ObjectStoreTest, TombstonesSurviveReopeningTheOst) {
+  WriteOk(12, 0, Pattern(100, 1), /*sync=*/true);
+  ASSERT_TRUE(store_->Destroy(12).ok());
+  Open({});  // a restarted OSS
+  ExpectEveryOpIsEstale(*store_, 12);
+}
+
+TEST_F(ObjectStoreTest, ExpiredTombstonesAreRemovedAndOnlyThose) {
+  ASSERT_TRUE(store_->Destroy(13).ok());
+  ASSERT_TRUE(store_->Destroy(14 + 256).ok());
+  auto none = store_->ExpireTombstones(std::chrono::system_clock::now() - std::chrono::hours(1));
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(*none, 0u);
+  EXPECT_EQ(store_->Stat(13).status().code(), ESTALE);
+  auto all = store_->ExpireTombstones(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(*all, 2u);
+  EXPECT_FALSE(std::filesystem::exists(ObjectPath(13) + ".gone"));
+  uint64_t got = 1;
+  EXPECT_EQ(ReadBack(13, 0, 8, &got), Bytes(8, 0));  // past its tombstone: never written again
+  EXPECT_EQ(got, 0u);
 }
 
 TEST_F(ObjectStoreTest, StatBlocksReflectSparseness) {
@@ -232,16 +283,35 @@ TEST_F(ObjectStoreTest, ConcurrentDestroyAndReadsNeverResurrectAnObject) {
       for (uint64_t oid = 2000 + t; oid < 2400; oid += 4) {
         Bytes one(1, 1);
         EXPECT_TRUE(store_->Write(oid, 0, one, false).ok());
-        std::thread reader([&] { ReadBack(oid, 0, 1); });
+        std::thread reader([&] {
+          Bytes b(1);
+          auto r = store_->Read(oid, 0, b);  // before the destroy, or after it
+          EXPECT_TRUE(r.ok() || r.status().code() == ESTALE) << r.status().ToString();
+        });
         EXPECT_TRUE(store_->Destroy(oid).ok());
         reader.join();
-        uint64_t got = 7;
-        ReadBack(oid, 0, 1, &got);
-        EXPECT_EQ(got, 0u) << "oid " << oid;
+        Bytes b(1);
+        EXPECT_EQ(store_->Read(oid, 0, b).status().code(), ESTALE) << "oid " << oid;
       }
     });
   }
   for (auto& th : threads) th.join();
+}
+
+TEST_F(ObjectStoreTest, WritersRacingADestroyNeverLeaveAnObjectBehind) {
+  for (uint64_t oid = 3000; oid < 3100; ++oid) {
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 2; ++t) {
+      writers.emplace_back([&, t] {
+        Status st = store_->Write(oid, static_cast<uint64_t>(t) * 4096, Pattern(4096, 1), false);
+        EXPECT_TRUE(st.ok() || st.code() == ESTALE) << st.ToString();
+      });
+    }
+    EXPECT_TRUE(store_->Destroy(oid).ok());
+    for (auto& w : writers) w.join();
+    EXPECT_FALSE(std::filesystem::exists(ObjectPath(oid))) << "oid " << oid << " leaked";
+    EXPECT_FALSE(std::filesystem::exists(ObjectPath(oid) + ".crc")) << "oid " << oid;
+  }
 }
 
 TEST_F(ObjectStoreTest, StatfsReportsTheOstFileSystem) {
