@@ -2,18 +2,30 @@
 # Issue 8 network-fault test: sfs-mds and sfs-oss in one network namespace,
 # a libsfs client (sfs-bench ior -a SFS, shared file N-to-1 strided, with
 # write and read verification) in another, joined by a veth pair. Faults are
-# nftables rules inside the client's namespace only (this kernel has no
-# sch_netem, so `tc netem` is not available; nft's `numgen random` drops a
-# random share of packets instead):
-#   - 5 % loss both ways -> the I/O completes and verifies;
-#   - a 10 s cut (every packet dropped) in the middle of a run -> the I/O
-#     stalls, then resumes (TCP retransmits; libsfs keeps calls pending up to
-#     its 30 s rpc_timeout) and verifies.
-# About 20 s in all on the 2-core test VM, so both always run.
-# Usage: netfault_test.sh SFS_MDS SFS_OSS SFS_BENCH. Exit 0 pass, 1 fail,
-# 77 skipped (not root, no ip/nft, or namespaces not permitted).
+# made inside the client's namespace only. This kernel has no sch_netem
+# (`modprobe sch_netem`: "Module sch_netem not found"; `tc qdisc add ... netem`:
+# "Specified qdisc kind is unknown"), so:
+#   - delay and reordering: iptables sends the client's TCP packets, each
+#     direction to its own NFQUEUE, to sfs-nfq-delay (nfq_delay.cc), which
+#     gives each packet its verdict after a delay; some packets held longer
+#     are overtaken, so both TCP stacks see real reordering;
+#       20 ms +- 10 ms each way -> the I/O completes and verifies;
+#       reordering (10 % of packets held 8 ms longer than the 1 ms the others
+#       are, both ways) -> the I/O completes and verifies, and the delayer
+#       counted reordered packets;
+#   - loss and a cut: nftables (`numgen random` drops a random share):
+#       5 % loss both ways -> the I/O completes and verifies;
+#       a 10 s cut (every packet dropped) in the middle of a run -> the I/O
+#       stalls, then resumes (TCP retransmits; libsfs keeps calls pending up
+#       to its 30 s rpc_timeout) and verifies.
+# Each phase prints the write and read bandwidth sfs-bench measured (and the
+# fault-free run's, for comparison). About 35 s in all on the 2-core test VM.
+# Usage: netfault_test.sh SFS_MDS SFS_OSS SFS_BENCH [SFS_NFQ_DELAY]. Without
+# SFS_NFQ_DELAY (or iptables) the delay and reorder phases are skipped with a
+# line saying so. Exit 0 pass, 1 fail, 77 skipped (not root, no ip/nft, or
+# namespaces not permitted).
 set -u
-MDS_BIN=$1 OSS_BIN=$2 BENCH_BIN=$3
+MDS_BIN=$1 OSS_BIN=$2 BENCH_BIN=$3 NFQ_BIN=${4:-}
 skip() { echo "netfault_test: SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces)"
 command -v ip > /dev/null || skip "no ip (iproute2)"
@@ -88,13 +100,83 @@ bench() {  # name segments iterations
     -b 47008 -t 47008 -s "$2" -i "$3" -w -W -r -R -C -e -o "/$1" > "$DIR/$1.log" 2>&1 &&
     ! grep -q "VERIFY FAILED" "$DIR/$1.log"
 }
+# "write X MiB/s, read Y MiB/s": the mean bandwidths of a bench run's summary.
+bandwidth() {  # name
+  awk '/^Summary of all tests/ {s = 1} s && ($1 == "write" || $1 == "read") {
+         printf "%s%s %s MiB/s", sep, $1, $4; sep = ", "}' "$DIR/$1.log"
+}
+
+# Delay/reorder through sfs-nfq-delay: one instance per direction, each on its
+# own queue, fed by iptables rules for the client's TCP packets on the veth.
+NFQ_PIDS=()
+delay_on() {  # sfs-nfq-delay flags (the same both ways)
+  local q
+  for q in 0 1; do
+    rm -f "$DIR/nfq$q.out"  # the last phase's READY must not count
+    ip netns exec "$CLI" "$NFQ_BIN" --queue $q --seed $((TAG + q)) "$@" \
+      > "$DIR/nfq$q.out" 2> "$DIR/nfq$q.log" &
+    NFQ_PIDS+=($!)
+    for _ in $(seq 100); do
+      grep -q READY "$DIR/nfq$q.out" 2> /dev/null && break
+      sleep 0.05
+    done
+    grep -q READY "$DIR/nfq$q.out" 2> /dev/null || fail "sfs-nfq-delay --queue $q did not start (5 s): $(cat "$DIR/nfq$q.log")"
+  done
+  ip netns exec "$CLI" iptables -A OUTPUT -o nf$TAG-c -p tcp -j NFQUEUE --queue-num 0 \
+    --queue-bypass || fail "iptables NFQUEUE (output)"
+  ip netns exec "$CLI" iptables -A INPUT -i nf$TAG-c -p tcp -j NFQUEUE --queue-num 1 \
+    --queue-bypass || fail "iptables NFQUEUE (input)"
+}
+# Removes the rules, stops the delayers; their two count lines go to
+# $DIR/counts. (Not in a subshell: it must wait for its own children.)
+delay_off() {
+  local alive=1 p
+  for p in "${NFQ_PIDS[@]}"; do kill -0 "$p" 2> /dev/null || alive=0; done
+  ip netns exec "$CLI" iptables -F OUTPUT
+  ip netns exec "$CLI" iptables -F INPUT
+  kill "${NFQ_PIDS[@]}" 2> /dev/null
+  wait "${NFQ_PIDS[@]}" 2> /dev/null
+  NFQ_PIDS=()
+  cat "$DIR/nfq0.log" "$DIR/nfq1.log" > "$DIR/counts"
+  [ $alive = 1 ] && [ "$(grep -c '^sfs-nfq-delay queue' "$DIR/counts")" = 2 ] ||
+    fail "an sfs-nfq-delay died during the run: $(cat "$DIR/counts")"
+}
+# Sum of field $1 ("packets", "reordered") over the count lines on stdin.
+count_of() {
+  awk -v f="$1" '{for (i = 2; i <= NF; i++) if ($i ~ "^" f) s += $(i - 1)} END {print s + 0}'
+}
+
+bench base 32 1 || fail "I/O without faults (exit $?)"
+echo "netfault_test: no fault: 4 tasks x 32 x 47008 bytes: $(bandwidth base)"
+
+if [ -z "$NFQ_BIN" ] || ! command -v iptables > /dev/null; then
+  echo "netfault_test: delay and reorder phases SKIPPED (no sfs-nfq-delay built or no iptables)"
+else
+  delay_on --delay-ms 20 --jitter-ms 10
+  bench delay 16 1 || { rc=$?; delay_off; fail "I/O under 20 +- 10 ms delay (exit $rc)"; }
+  delay_off
+  counts=$(cat "$DIR/counts")
+  echo "netfault_test: 20 +- 10 ms delay each way: 4 tasks x 16 x 47008 bytes verified: $(bandwidth delay)"
+  echo "$counts" | sed 's/^/netfault_test:   /'
+  [ "$(echo "$counts" | count_of packets)" -gt 0 ] || fail "no packet went through the delayers"
+  echo "$counts" | awk '{for (i = 1; i < NF; i++) if ($i == "delay") d = $(i + 1); if (d + 0 < 15) bad = 1}
+    END {exit bad}' || fail "the packets were not delayed ~20 ms"
+
+  delay_on --delay-ms 1 --reorder-pct 10 --reorder-ms 8
+  bench reorder 32 1 || { rc=$?; delay_off; fail "I/O under reordering (exit $rc)"; }
+  delay_off
+  counts=$(cat "$DIR/counts")
+  echo "netfault_test: reordering (10 % of packets 8 ms late) each way: 4 tasks x 32 x 47008 bytes verified: $(bandwidth reorder)"
+  echo "$counts" | sed 's/^/netfault_test:   /'
+  [ "$(echo "$counts" | count_of reordered)" -gt 0 ] || fail "no packet was reordered"
+fi
 
 loss 5
 start_s=$(date +%s.%N)
 bench loss5 16 1 || fail "I/O under 5 % loss (exit $?)"
 secs=$(echo "$(date +%s.%N) - $start_s" | bc)
 drops=$(dropped)
-echo "netfault_test: 5 % loss: 4 tasks x 16 x 47008 bytes written and verified in ${secs}s ($drops packets dropped)"
+echo "netfault_test: 5 % loss: 4 tasks x 16 x 47008 bytes written and verified in ${secs}s ($drops packets dropped): $(bandwidth loss5)"
 [ "${drops:-0}" -gt 0 ] || fail "the loss rule dropped nothing"
 loss 0
 
