@@ -13,7 +13,7 @@
 # system of ours (tools/bench/fuse_passthrough.cc) over a directory on the same disk.
 # For the file-per-process 1 MiB write and read the table also gives the CPU seconds per
 # GiB moved of each peer's client daemon and of its servers (from /proc/PID/stat, for the
-# peers whose scripts name their processes: stripefs, fuse-passthrough). Then the
+# processes each peer script's NAME_pids names). Then the
 # two-client check on every system: a second, independent client mount (DIR/mnt/NAME.2),
 # a strided shared file written with even tasks through one mount and odd tasks through
 # the other, read back and verified through the other mount, cache warm, 3

@@ -133,3 +133,14 @@ ceph_teardown() {
   [ -d "$d/log" ] && { rm -rf "$DIR/logs/ceph"; cp -r "$d/log" "$DIR/logs/ceph"; }
   rm -rf "$d"
 }
+
+# For the suite's CPU rows (written blind: not run in the session that added it): the
+# first ceph-fuse as client, mon, mgr, OSDs and MDS (their pid files) as servers.
+ceph_pids() {
+  local d="$DIR/ceph/run" f p
+  for f in "$d"/mon.*.pid "$d"/mgr.*.pid "$d"/osd.*.pid "$d"/mds.*.pid; do
+    p=$(cat "$f" 2>/dev/null) && [[ "$p" =~ ^[0-9]+$ ]] && echo "server $p"
+  done
+  p=$(cat "$d/ceph-fuse.pid" 2>/dev/null) && [[ "$p" =~ ^[0-9]+$ ]] && echo "client $p"
+  return 0
+}

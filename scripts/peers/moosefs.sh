@@ -89,3 +89,16 @@ moosefs_teardown() {
   [ -f "$d/mfsmaster.cfg" ] && in_ns mfsmaster -c "$d/mfsmaster.cfg" stop || true
   rm -rf "$d"
 }
+
+# For the suite's CPU rows (written blind: not run in the session that added it): the
+# first mount's mfsmount as client, the master and every chunkserver (found by their -c
+# config path) as servers.
+moosefs_pids() {
+  local d="$DIR/moosefs" cfg p
+  p=$(pid_of_mount mfsmaster "$d/mfsmaster.cfg") && echo "server $p"
+  for cfg in "$d"/cs*/mfschunkserver.cfg; do
+    p=$(pid_of_mount mfschunkserver "$cfg") && echo "server $p"
+  done
+  p=$(pid_of_mount mfsmount "$DIR/mnt/moosefs") && echo "client $p"
+  return 0
+}
