@@ -102,12 +102,40 @@ client::Cred CredOf(fuse_req_t req) {
 FuseOps::FuseOps(std::unique_ptr<client::Client> client, FuseOptions opts)
     : client_(std::move(client)), opts_(opts) {}
 
-double FuseOps::AttrTimeout(uint32_t mode) const {
-  return S_ISDIR(mode) ? opts_.attr_timeout : opts_.file_attr_timeout;
+double FuseOps::AttrTimeout(const client::Attr& a) const {
+  if (S_ISDIR(a.mode)) return opts_.attr_timeout;
+  if (a.lease_ms > 0) return a.lease_ms / 1000.0;
+  return opts_.file_attr_timeout;
 }
 
-double FuseOps::EntryTimeout(uint32_t mode) const {
-  return S_ISDIR(mode) ? opts_.entry_timeout : opts_.file_entry_timeout;
+double FuseOps::EntryTimeout(const client::Attr& a) const {
+  if (S_ISDIR(a.mode)) return opts_.entry_timeout;
+  if (a.lease_ms > 0) return a.lease_ms / 1000.0;
+  return opts_.file_entry_timeout;
+}
+
+void FuseOps::StartLeases(fuse_session* se) {
+  if (!opts_.leases) return;
+  {
+    std::lock_guard<std::mutex> l(notify_mu_);
+    notify_se_ = se;
+  }
+  client_->WatchInvalidations([this](const client::Invalidation& i) { Invalidate(i); });
+}
+
+void FuseOps::StopLeases() {
+  std::lock_guard<std::mutex> l(notify_mu_);
+  notify_se_ = nullptr;
+}
+
+// ENOENT (the kernel has nothing cached under that name or inode) is fine.
+void FuseOps::Invalidate(const client::Invalidation& i) {
+  std::lock_guard<std::mutex> l(notify_mu_);
+  if (notify_se_ == nullptr) return;
+  if (i.parent != 0) {
+    fuse_lowlevel_notify_inval_entry(notify_se_, i.parent, i.name.data(), i.name.size());
+  }
+  fuse_lowlevel_notify_inval_inode(notify_se_, i.ino, -1, 0);
 }
 
 fuse_entry_param FuseOps::EntryParam(const client::Attr& a) const {
@@ -115,8 +143,8 @@ fuse_entry_param FuseOps::EntryParam(const client::Attr& a) const {
   e.ino = a.ino;
   e.generation = a.generation;
   e.attr = a.ToStat();
-  e.attr_timeout = AttrTimeout(a.mode);
-  e.entry_timeout = EntryTimeout(a.mode);
+  e.attr_timeout = AttrTimeout(a);
+  e.entry_timeout = EntryTimeout(a);
   return e;
 }
 
@@ -128,7 +156,7 @@ void FuseOps::ReplyEntry(fuse_req_t req, const client::Attr& a) {
 
 void FuseOps::ReplyAttr(fuse_req_t req, const client::Attr& a) {
   struct stat st = a.ToStat();
-  fuse_reply_attr(req, &st, AttrTimeout(a.mode));
+  fuse_reply_attr(req, &st, AttrTimeout(a));
 }
 
 void FuseOps::OnInit(fuse_conn_info* conn) {

@@ -14,7 +14,24 @@
 // Caching, chosen for many mounts of one file system (each a training node):
 // - Directories: their entries live entry_timeout and their attributes
 //   attr_timeout, so path walks do not ask the MDS for every component.
-// - Everything else (files, symlinks, devices): entries and attributes live
+// - Regular files with leases on (the default; -o noleases turns them off):
+//   entries and attributes live as long as the MDS's lease (lease_ms, 5 s by
+//   default), so mdtest-style stat/open/unlink of a file this mount just
+//   created or looked at ask the MDS nothing. A change made through another
+//   mount first reaches us as an invalidation (LeaseWatch thread): we tell the
+//   kernel with fuse_lowlevel_notify_inval_entry/_inode (attributes only; the
+//   page cache stays governed by the keep_cache rule at open), and the other
+//   mount's syscall returns only after that. Notify calls run only on the
+//   watch thread, never inside a request handler: inval_entry takes the
+//   parent directory's lock, which the kernel holds while a request on it is
+//   with us. A reply that may have been read before an invalidation we
+//   applied gets no lease (libsfs) and the kernel drops attributes that
+//   arrive after an inode invalidation (attr_version), so a stale answer is
+//   never cached. Two mounts each unlinking in one directory a file the other
+//   holds a lease on wait for each other's directory lock until the leases
+//   run out (at most lease + margin): slow, never wrong.
+// - Everything else (files, symlinks, devices; regular files with leases off):
+//   entries and attributes live
 //   file_entry_timeout / file_attr_timeout, 0 by default. So every open and
 //   stat looks the name up afresh: a name renamed or unlinked on another node
 //   is gone here at once, and open sees the size another node extended the
@@ -54,6 +71,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "client/fuse/dir_cursor.h"
@@ -70,6 +88,8 @@ struct FuseOptions {
   double attr_timeout = 1.0;        // seconds: attributes of directories
   double file_entry_timeout = 0.0;  // seconds: entries naming anything else
   double file_attr_timeout = 0.0;   // seconds: attributes of anything else
+  // Regular files: cache for as long as the MDS's lease (Attr::lease_ms).
+  bool leases = true;
   uint32_t max_write = 1u << 20;
   bool splice_write = false;       // reply read data through a pipe
   uint32_t readdir_page = 512;     // entries per libsfs Readdir call
@@ -125,13 +145,20 @@ class FuseOps {
   void OnReaddirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      fuse_file_info* fi);
   void OnReleasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+
+  // Leases: StartLeases (after the mount) starts libsfs's watch thread with
+  // our invalidation handler, if leases are on; StopLeases (after unmount,
+  // before the session is destroyed) makes the handler a no-op.
+  void StartLeases(fuse_session* se);
+  void StopLeases();
   // fsync(2) of a directory: its entries (and every other metadata change
   // acknowledged before) become durable on the MDS.
   void OnFsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
 
  private:
-  double AttrTimeout(uint32_t mode) const;
-  double EntryTimeout(uint32_t mode) const;
+  double AttrTimeout(const client::Attr& a) const;
+  double EntryTimeout(const client::Attr& a) const;
+  void Invalidate(const client::Invalidation& i);  // watch thread only
   fuse_entry_param EntryParam(const client::Attr& a) const;
   // Replies with an entry for a, counting the lookup.
   void ReplyEntry(fuse_req_t req, const client::Attr& a);
@@ -157,6 +184,8 @@ class FuseOps {
   std::unique_ptr<client::Client> client_;
   const FuseOptions opts_;
   NodeTable nodes_;
+  std::mutex notify_mu_;                 // held across a notify call
+  fuse_session* notify_se_ = nullptr;    // GUARDED_BY(notify_mu_)
 };
 
 // The caller's credentials (uid, gid, supplementary groups) for libsfs.

@@ -172,10 +172,12 @@ int Run(const MountArgs& a) {
           LOG_WARN("readahead left at the kernel's default: " << st.ToString());
         }
       }
+      ops.StartLeases(se);
       daemon.Ready();
       LOG_INFO("mounted " << a.mds_address << " on " << real);
       code = Serve(se, a);
       fuse_session_unmount(se);
+      ops.StopLeases();
       LOG_INFO("unmounted " << real);
     }
     fuse_remove_signal_handlers(se);

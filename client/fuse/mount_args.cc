@@ -24,6 +24,7 @@ struct RawArgs {
   unsigned max_idle_threads = 10;
   unsigned read_ahead_kb = 4096;
   int splice_write = 0;
+  int noleases = 0;
   char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
   // Set by the callback.
   MountArgs* out = nullptr;
@@ -45,6 +46,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("max_idle_threads=%u", max_idle_threads, 0),
     SFS_OPT("read_ahead_kb=%u", read_ahead_kb, 0),
     SFS_OPT("splice_write", splice_write, 1),
+    SFS_OPT("noleases", noleases, 1),
     SFS_OPT("transport=%s", transport, 0),
     FUSE_OPT_KEY("-f", kKeyForeground),
     FUSE_OPT_KEY("-d", kKeyDebug),
@@ -116,6 +118,8 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.fuse.file_attr_timeout = raw.file_attr_timeout;
   out.fuse.file_entry_timeout = raw.file_entry_timeout;
   out.fuse.splice_write = raw.splice_write != 0;
+  out.fuse.leases = raw.noleases == 0;
+  out.client.leases = out.fuse.leases;
   out.client.mds_address = out.mds_address;
   out.client.rpc_timeout = std::chrono::milliseconds(raw.rpc_timeout_ms);
   out.client.connect_timeout = std::chrono::milliseconds(raw.connect_timeout_ms);
@@ -172,6 +176,9 @@ std::string MountUsage() {
          "  -o read_ahead_kb=N      kernel readahead per file, KiB (default 4096; 0 keeps\n"
          "                          the kernel's 128): wide enough to read several stripes at once\n"
          "  -o splice_write         hand read data to the kernel through a pipe\n"
+         "  -o noleases             no MDS leases: regular files use file_*_timeout\n"
+         "                          (by default they are cached as long as the MDS's lease,\n"
+         "                          and changes from other nodes invalidate them first)\n"
          "  -o transport=MODE       auto (default: RDMA per server when it answers), tcp, rdma\n"
          "  other -o options go to libfuse (max_read=N, fsname=, ...)\n";
 }

@@ -4,7 +4,7 @@
 // file_entry_timeout=,
 // rpc_timeout_ms=, connect_timeout_ms=, max_threads=, max_idle_threads=,
 // read_ahead_kb=,
-// splice_write) are taken out; every other -o option (allow_other, ro,
+// splice_write, noleases) are taken out; every other -o option (allow_other, ro,
 // max_read=, debug, ...) is handed to libfuse, after the defaults we add
 // (default_permissions, fsname=HOST:PORT, subtype=sfs: the mount shows as
 // `HOST:PORT on DIR type fuse.sfs`, the source as written in /etc/fstab, so

@@ -28,6 +28,7 @@
 #include "client/lib/client.h"
 #include "client/lib/io.h"
 #include "client/lib/keepalive.h"
+#include "client/lib/lease_watch.h"
 #include "client/lib/mds_client.h"
 #include "client/lib/migrate.h"
 #include "client/lib/oss_pool.h"
@@ -83,6 +84,7 @@ class Client::Impl {
   std::unique_ptr<OssPool> pool;
   std::unique_ptr<Striper> striper;
   std::unique_ptr<Keepalive> keepalive;
+  std::unique_ptr<LeaseWatch> watch;  // iff leases on and a handler was given
 
   void Register(const std::shared_ptr<File>& f);
   void Unregister(const File* f);
@@ -250,6 +252,7 @@ void Client::Impl::ReopenAll() {
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Client::~Client() {
+  if (impl_ && impl_->watch) impl_->watch->Stop();
   if (impl_ && impl_->keepalive) impl_->keepalive->Stop();
 }
 
@@ -287,6 +290,11 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
 
 uint64_t Client::client_id() const { return impl_->mds->client_id(); }
 
+void Client::WatchInvalidations(InvalidationFn fn) {
+  if (!impl_->opts.leases || impl_->watch) return;
+  impl_->watch = std::make_unique<LeaseWatch>(impl_->mds.get(), std::move(fn));
+}
+
 // ---- attributes ----
 
 Result<Attr> Client::Lookup(const Cred& c, uint64_t parent, std::string_view name) {
@@ -298,6 +306,9 @@ Attr Client::Impl::MergeLocal(Attr a, bool all_handles) {
   if (!S_ISREG(a.mode)) return a;
   for (const std::shared_ptr<File>& f : OpenFiles(a.ino)) {
     std::lock_guard<std::mutex> lock(f->mu_);
+    // Open for writing here: our own size/blocks/mtime reports change the
+    // attributes and revoke only other clients' leases, so take none.
+    if ((f->flags_ & O_ACCMODE) != O_RDONLY) a.lease_ms = 0;
     if (all_handles) a.size = std::max(a.size, f->size_);
     if (!f->size_dirty_) continue;
     a.size = std::max(a.size, f->dirty_end_);

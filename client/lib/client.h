@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,10 @@ struct Options {
   std::chrono::milliseconds recovery_timeout{60000};
   int io_threads = 2;
   Transport transport = Transport::kAuto;
+  // Metadata leases (issue 6): with this set and a handler given to
+  // WatchInvalidations(), replies carry Attr::lease_ms and the handler is told
+  // what to forget when another client changes it.
+  bool leases = false;
 };
 
 // On whose behalf a call is made; checked by the MDS.
@@ -70,6 +75,9 @@ struct Attr {
   int64_t ctime_ns = 0;
   uint64_t rdev = 0;
   uint64_t generation = 0;
+  // How long (ms from now) the caller may cache these attributes, and the
+  // name it looked the file up by; 0 = not at all. Only with leases on.
+  uint32_t lease_ms = 0;
   struct stat ToStat() const;
 };
 
@@ -140,6 +148,15 @@ struct PoolInfo {
   std::string name;
   std::vector<uint32_t> osts;  // OST indices, sorted
 };
+
+// Something a lease holder must forget: ino's attributes and, when parent is
+// not 0, the name (parent, name).
+struct Invalidation {
+  uint64_t ino = 0;
+  uint64_t parent = 0;
+  std::string name;
+};
+using InvalidationFn = std::function<void(const Invalidation&)>;
 
 class Client;
 
@@ -257,6 +274,12 @@ class Client {
   Result<Attr> ResolvePath(const Cred& c, std::string_view path);
 
   uint64_t client_id() const;
+
+  // Metadata leases: iff Options::leases, starts the thread that long-polls
+  // the MDS and calls fn for each invalidation (on that thread, in order; the
+  // MDS takes it as applied once fn returned). No reply carries a lease
+  // before this call. REQUIRES: called at most once.
+  void WatchInvalidations(InvalidationFn fn);
 
   class Impl;
 

@@ -174,18 +174,23 @@ Status MdsClient::Call(const Cred* c, proto::MdsRequest* req, proto::MdsResponse
 
 Result<Attr> MdsClient::CallForAttr(const Cred* c, proto::MdsRequest* req) {
   proto::MdsResponse resp;
+  uint64_t invals = invalidations_.load();
   SFS_RETURN_IF_ERROR(Call(c, req, &resp));
   if (!resp.has_attr()) return Status(EIO, "MDS reply without attributes");
-  return FromProto(resp.attr().attr());
+  Attr a = FromProto(resp.attr().attr());
+  if (invalidations_.load() == invals) a.lease_ms = resp.attr().lease_ms();
+  return a;
 }
 
 Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req) {
   proto::MdsResponse resp;
+  uint64_t invals = invalidations_.load();
   SFS_RETURN_IF_ERROR(Call(c, req, &resp));
   if (!resp.has_open()) return Status(EIO, "MDS reply without open result");
   const proto::OpenResp& o = resp.open();
   OpenResult r;
   r.attr = FromProto(o.attr());
+  if (invalidations_.load() == invals) r.attr.lease_ms = o.lease_ms();
   r.layout = FromProto(o.layout(), false);
   r.created = o.created();
   r.open_id = o.open_id();
@@ -202,6 +207,21 @@ Status MdsClient::Sync() {
   // An MDS from before SyncReq synced every op before replying: nothing to do.
   if (resp.status().code() == EPROTO) return Status::Ok();
   return st;
+}
+
+Result<MdsClient::WatchBatch> MdsClient::Watch(uint64_t ack_seq, std::chrono::milliseconds wait) {
+  proto::MdsRequest req;
+  proto::MdsResponse resp;
+  req.mutable_watch()->set_ack_seq(ack_seq);
+  req.mutable_watch()->set_wait_ms(static_cast<uint32_t>(wait.count()));
+  // Short: a poll in flight delays the client's shutdown (LeaseWatch::Stop) by this much.
+  SFS_RETURN_IF_ERROR(CallRaw(nullptr, &req, &resp, wait + std::chrono::seconds(1)));
+  WatchBatch b;
+  b.seq = resp.watch().seq();
+  for (const proto::Invalidation& i : resp.watch().items()) {
+    b.items.push_back(Invalidation{i.ino(), i.parent(), i.name()});
+  }
+  return b;
 }
 
 Status MdsClient::Ping(std::chrono::milliseconds timeout) {

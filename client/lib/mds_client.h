@@ -129,6 +129,17 @@ class MdsClient {
   // One PoolReq; c may be null for kList. The pools listed (kList only).
   Result<std::vector<PoolInfo>> Pool(const Cred* c, PoolOp op, std::string_view name,
                                      const std::vector<uint32_t>& osts);
+  // Metadata leases (lease_watch.h): one long poll; items with seq <= ack_seq
+  // count as applied. Keeps transport error codes.
+  struct WatchBatch {
+    std::vector<Invalidation> items;
+    uint64_t seq = 0;
+  };
+  Result<WatchBatch> Watch(uint64_t ack_seq, std::chrono::milliseconds wait);
+  // Called before invalidations are applied: a reply that arrives after this
+  // carries no lease (it may have been read before the change).
+  void NoteInvalidation() { invalidations_.fetch_add(1); }
+
   Result<MigratePlan> MigrateBegin(const Cred& c, uint64_t ino, const LayoutSpec& spec);
   // Swaps in plan's new layout (or with abort, frees its objects).
   Status MigrateCommit(const Cred& c, uint64_t ino, const LayoutSpec& new_layout, bool abort,
@@ -154,6 +165,7 @@ class MdsClient {
   std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> epoch_changed_{false};
   std::function<void()> on_new_epoch_;
+  std::atomic<uint64_t> invalidations_{0};
 };
 
 }  // namespace sfs::client

@@ -262,6 +262,15 @@ Status TestCluster::Unmount(const std::string& dir) {
   return Status::Errno(ENOENT, "not mounted by this cluster: " + dir);
 }
 
+Status TestCluster::SignalMount(const std::string& dir, int sig) {
+  for (MountPoint& m : mounts_) {
+    if (m.dir != dir) continue;
+    m.proc->Signal(sig);
+    return Status::Ok();
+  }
+  return Status::Errno(ENOENT, "not mounted by this cluster: " + dir);
+}
+
 Result<std::unique_ptr<client::Client>> TestCluster::Connect(milliseconds rpc_timeout,
                                                              milliseconds timeout) const {
   client::Options o;

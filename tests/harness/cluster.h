@@ -81,6 +81,9 @@ class TestCluster {
                             const std::vector<std::string>& options = {});
   // Unmounts one mount made by Mount().
   Status Unmount(const std::string& dir);
+  // Sends sig to the sfs-mount process serving dir (SIGSTOP: a hung client
+  // node; SIGCONT it before the test ends). ENOENT if dir is not ours.
+  Status SignalMount(const std::string& dir, int sig);
 
   // A libsfs client of this cluster, retrying the connect until timeout.
   Result<std::unique_ptr<client::Client>> Connect(

@@ -1,0 +1,57 @@
+// LeaseWatch (see lease_watch.h).
+#include "client/lib/lease_watch.h"
+
+#include "common/log.h"
+
+namespace sfs::client {
+
+namespace {
+constexpr auto kPoll = std::chrono::milliseconds(1000);
+constexpr auto kRetry = std::chrono::milliseconds(200);
+constexpr auto kUnsupportedRetry = std::chrono::milliseconds(5000);
+}  // namespace
+
+LeaseWatch::LeaseWatch(MdsClient* mds, InvalidationFn handler)
+    : mds_(mds), handler_(std::move(handler)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+LeaseWatch::~LeaseWatch() { Stop(); }
+
+void LeaseWatch::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+bool LeaseWatch::SleepFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> l(mu_);
+  return !cv_.wait_for(l, d, [this] { return stop_; });
+}
+
+void LeaseWatch::Loop() {
+  uint64_t ack = 0;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) return;
+    }
+    auto batch = mds_->Watch(ack, kPoll);
+    if (!batch.ok()) {
+      bool old_mds = batch.status().code() == EPROTO;
+      LOG_DEBUG("lease watch: " << batch.status().ToString());
+      if (!SleepFor(old_mds ? kUnsupportedRetry : kRetry)) return;
+      continue;
+    }
+    if (!batch->items.empty()) {
+      mds_->NoteInvalidation();
+      for (const Invalidation& item : batch->items) handler_(item);
+    }
+    ack = batch->seq;  // sent with the next poll: after every handler returned
+  }
+}
+
+}  // namespace sfs::client

@@ -1,0 +1,146 @@
+// Metadata leases (issue 6) end to end: real MDS, OSSes, sfs-mounts and a
+// libsfs client with leases on. A mount caches a regular file's name and
+// attributes for the MDS's lease; a change through another mount must be
+// visible there as soon as the changing syscall returned (chmod, truncate,
+// unlink, rename over it); a mount that stops answering (SIGSTOP) delays a
+// change only until its lease runs out; and after an MDS restart, whose lease
+// table starts empty, a change is still seen by the other mount.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+
+#include <gtest/gtest.h>
+
+#include "tests/harness/fixture.h"
+
+namespace sfs::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+constexpr auto kLeaseAndMargin = milliseconds(5500);  // sfs-mds defaults
+
+struct stat StatOf(const std::string& path) {
+  struct stat st{};
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path << ": " << strerror(errno);
+  return st;
+}
+
+int StatErr(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? 0 : errno;
+}
+
+class LeaseTest : public MountedTest<LeaseTest> {
+ public:
+  static constexpr int kMounts = 2;
+  static ClusterOptions Options() {
+    ClusterOptions o;
+    o.name = "lease";
+    return o;
+  }
+};
+
+TEST_F(LeaseTest, AChmodOnOneMountIsSeenByAStatOnTheOtherAtOnce) {
+  ASSERT_TRUE(WriteFile(On(0, "f"), "data"));
+  ASSERT_EQ(StatOf(On(1, "f")).st_mode & 0777, 0644u);  // mount 1 caches it
+  ASSERT_EQ(chmod(On(0, "f").c_str(), 0600), 0);
+  EXPECT_EQ(StatOf(On(1, "f")).st_mode & 0777, 0600u);
+}
+
+TEST_F(LeaseTest, ATruncateOnOneMountIsSeenByAStatOnTheOtherAtOnce) {
+  ASSERT_TRUE(WriteFile(On(0, "f"), std::string(10000, 'a')));
+  ASSERT_EQ(StatOf(On(1, "f")).st_size, 10000);
+  ASSERT_EQ(truncate(On(0, "f").c_str(), 123), 0);
+  EXPECT_EQ(StatOf(On(1, "f")).st_size, 123);
+  std::string s;
+  ASSERT_TRUE(ReadFile(On(1, "f"), &s));
+  EXPECT_EQ(s.size(), 123u);
+}
+
+TEST_F(LeaseTest, AnUnlinkOnOneMountIsSeenByAStatOnTheOtherAtOnce) {
+  ASSERT_TRUE(WriteFile(On(0, "f"), "data"));
+  ASSERT_EQ(StatErr(On(1, "f")), 0);
+  ASSERT_EQ(unlink(On(0, "f").c_str()), 0);
+  EXPECT_EQ(StatErr(On(1, "f")), ENOENT);
+}
+
+TEST_F(LeaseTest, ARenameOverAFileIsSeenByAStatOnTheOtherAtOnce) {
+  ASSERT_TRUE(WriteFile(On(0, "old"), "old"));
+  ASSERT_TRUE(WriteFile(On(0, "new"), "the new one"));
+  struct stat before = StatOf(On(1, "old"));
+  ASSERT_EQ(StatOf(On(1, "new")).st_size, 11);
+  ASSERT_EQ(rename(On(0, "new").c_str(), On(0, "old").c_str()), 0);
+  struct stat after = StatOf(On(1, "old"));
+  EXPECT_NE(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_size, 11);
+  EXPECT_EQ(StatErr(On(1, "new")), ENOENT);
+}
+
+TEST_F(LeaseTest, AStoppedMountDelaysAnUnlinkOnlyUntilItsLeaseRunsOut) {
+  ASSERT_TRUE(WriteFile(On(0, "f"), "data"));
+  ASSERT_EQ(StatErr(On(1, "f")), 0);  // mount 1 takes a lease
+  auto granted = steady_clock::now();
+  ASSERT_TRUE(cluster().SignalMount(mount(1), SIGSTOP).ok());
+  int rc = unlink(On(0, "f").c_str());
+  auto took = steady_clock::now() - granted;
+  ASSERT_TRUE(cluster().SignalMount(mount(1), SIGCONT).ok());
+  EXPECT_EQ(rc, 0) << strerror(errno);
+  EXPECT_LE(took, kLeaseAndMargin + milliseconds(2500));
+  EXPECT_GE(took, milliseconds(1000)) << "mount 1 held no lease: nothing was waited for";
+  EXPECT_EQ(StatErr(On(1, "f")), ENOENT);
+}
+
+TEST_F(LeaseTest, ALibsfsClientWithLeasesHearsOfAnotherClientsUnlinkBeforeItReturns) {
+  client::Options o;
+  o.mds_address = cluster().mds_address();
+  o.leases = true;
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::mutex mu;
+  std::vector<client::Invalidation> heard;
+  (*c)->WatchInvalidations([&](const client::Invalidation& i) {
+    std::lock_guard<std::mutex> l(mu);
+    heard.push_back(i);
+  });
+  ASSERT_TRUE(WriteFile(P("f"), "data"));
+  auto dir = client().ResolvePath(kRoot, rel_);
+  ASSERT_TRUE(dir.ok());
+  client::Attr a;
+  ASSERT_TRUE(PollUntil([&] {  // the first lease comes once the watch has polled
+    auto r = (*c)->Lookup(kRoot, dir->ino, "f");
+    if (r.ok()) a = *r;
+    return r.ok() && r->lease_ms > 0;
+  }, milliseconds(5000)));
+  EXPECT_EQ(a.lease_ms, 5000u);
+  ASSERT_TRUE(client().Unlink(kRoot, dir->ino, "f").ok());
+  std::lock_guard<std::mutex> l(mu);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0].ino, a.ino);
+  EXPECT_EQ(heard[0].parent, dir->ino);
+  EXPECT_EQ(heard[0].name, "f");
+}
+
+class LeaseRestartTest : public ClusterPerTest {};
+
+TEST_F(LeaseRestartTest, AfterAnMdsRestartAChangeOnOneMountIsSeenByTheOther) {
+  auto m0 = cluster().Mount();
+  auto m1 = cluster().Mount();
+  ASSERT_TRUE(m0.ok() && m1.ok());
+  ASSERT_TRUE(WriteFile(*m0 + "/f", "data"));
+  ASSERT_EQ(StatOf(*m1 + "/f").st_mode & 0777, 0644u);  // cached on mount 1
+  ASSERT_TRUE(cluster().KillMds().ok());
+  ASSERT_TRUE(cluster().RestartMds().ok());
+  ASSERT_EQ(chmod((*m0 + "/f").c_str(), 0600), 0) << strerror(errno);
+  EXPECT_EQ(StatOf(*m1 + "/f").st_mode & 0777, 0600u);
+  ASSERT_EQ(unlink((*m0 + "/f").c_str()), 0);
+  EXPECT_EQ(StatErr(*m1 + "/f"), ENOENT);
+}
+
+}  // namespace
+}  // namespace sfs::testing
