@@ -27,10 +27,12 @@
 //   two at a time), its 8 MiB block cache, the reply cache (65536 records)
 //   and payloads of at most 4 MiB per request in flight.
 //
-// Synchronisation is by polling real state: a counter of completed I/O calls
-// triggers each stop, and the let-go waits until every task still working is
-// inside a call and the calls needing the stopped OSS hold every FUSE thread
-// (none of them can return before SIGCONT; see StallOss).
+// Synchronisation is by events and polling real state: each stop comes when
+// all tasks wait at a gate (after their first write, after their first read),
+// and the let-go waits until every task is inside a call and the calls needing
+// the stopped OSS hold every FUSE thread (none of them can return before
+// SIGCONT; see StallOss). Each task needs both OSSes for its remaining blocks,
+// so none can finish while one is stopped.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -38,6 +40,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -82,6 +85,39 @@ struct TaskState {
   std::atomic<int> needs{kNone};
   int oss_of_stripe[2] = {0, 0};  // the file has 2 stripes of 1 MiB
   std::string error;  // written by the task before `done`
+};
+
+// Where every task waits once (after its first write, after its first read)
+// until the test has stopped an OSS, so that the stop always meets all 64
+// tasks mid-way, however the machine schedules them. A task that ends early
+// (an error) passes its gates with Leave().
+class Gate {
+ public:
+  // Counts the caller in and blocks until Open().
+  void Arrive() {
+    std::unique_lock<std::mutex> l(mu_);
+    ++arrived_;
+    cv_.wait(l, [&] { return open_; });
+  }
+  void Leave() {
+    std::lock_guard<std::mutex> l(mu_);
+    ++arrived_;
+  }
+  int arrived() {
+    std::lock_guard<std::mutex> l(mu_);
+    return arrived_;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> l(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  bool open_ = false;
 };
 
 // The word at byte offset `off` of task t's file.
@@ -162,12 +198,15 @@ class OverloadMemoryTest : public ClusterPerTest, public ::testing::WithParamInt
   // with O_DIRECT (past the page cache), 1 MiB at a time, and verify every byte.
   void RunTask(int t) {
     TaskState& s = tasks_[t];
-    s.error = Work(t);
+    int gates = 0;  // passed
+    s.error = Work(t, &gates);
+    if (gates < 1) write_gate_.Leave();
+    if (gates < 2) read_gate_.Leave();
     s.needs = kNone;
     s.done = true;
   }
 
-  std::string Work(int t) {
+  std::string Work(int t, int* gates) {
     TaskState& s = tasks_[t];
     std::string path = dir_ + "/f" + std::to_string(t);
     // Page-aligned, for the O_DIRECT reads.
@@ -185,6 +224,10 @@ class OverloadMemoryTest : public ClusterPerTest, public ::testing::WithParamInt
       s.needs = kNone;
       if (n != static_cast<ssize_t>(kBlock)) return Failed("pwrite", path, off, n, fd);
       ++writes_done_;
+      if (b == 0) {
+        write_gate_.Arrive();
+        *gates = 1;
+      }
     }
     s.needs = kAll;
     if (fsync(fd) != 0) return Failed("fsync", path, 0, -1, fd);
@@ -209,6 +252,10 @@ class OverloadMemoryTest : public ClusterPerTest, public ::testing::WithParamInt
         return "WRONG DATA in " + path + " at byte " + std::to_string(bad);
       }
       ++reads_done_;
+      if (b == 0) {
+        read_gate_.Arrive();
+        *gates = 2;
+      }
     }
     s.needs = kMds;
     close(fd);
@@ -222,19 +269,18 @@ class OverloadMemoryTest : public ClusterPerTest, public ::testing::WithParamInt
     return std::string(op) + " " + path + " at " + std::to_string(off) + ": " + why;
   }
 
-  // Stops OSS `oss` once `counter` reaches `trigger`, waits until no task can
-  // make progress, then lets it go. Returns how many tasks were then in a call
-  // that needs the stopped OSS.
+  // Once every task has reached `gate`, stops OSS `oss`, opens the gate,
+  // waits until no task can make progress, then lets the OSS go. Returns how
+  // many tasks were then in a call that needs the stopped OSS.
   //
   // "No progress": every task still working is in a call, and the calls that
   // need the stopped OSS hold every FUSE thread (min(unfinished, max_threads)
   // of them): the rest, whatever server they need, wait for a thread.
-  int StallOss(int oss, const std::atomic<int>& counter, int trigger, int max_threads) {
-    bool reached = PollUntil([&] { return counter >= trigger || AllDone(); }, milliseconds(60000),
-                             milliseconds(1));
-    EXPECT_TRUE(reached) << "the tasks never reached " << trigger << " calls";
-    if (AllDone()) return 0;
+  int StallOss(int oss, Gate& gate, int max_threads) {
+    bool reached = PollUntil([&] { return gate.arrived() == kTasks; }, milliseconds(60000));
+    EXPECT_TRUE(reached) << gate.arrived() << " of " << kTasks << " tasks reached the gate";
     EXPECT_TRUE(cluster().KillOss(oss, SIGSTOP).ok());
+    gate.Open();
     int blocked = 0;
     bool stuck = PollUntil(
         [&] {
@@ -256,19 +302,14 @@ class OverloadMemoryTest : public ClusterPerTest, public ::testing::WithParamInt
     return blocked;
   }
 
-  bool AllDone() const {
-    for (auto& s : tasks_) {
-      if (!s.done) return false;
-    }
-    return true;
-  }
-
   std::string dir_;
   pid_t mount_pid_ = -1;
   uint64_t peak_rss_while_stalled_ = 0;
   std::vector<TaskState> tasks_ = std::vector<TaskState>(kTasks);
   std::atomic<int> writes_done_{0};
   std::atomic<int> reads_done_{0};
+  Gate write_gate_;
+  Gate read_gate_;
 };
 
 // GetParam() is the mount's max_threads: 64 (the default, one FUSE thread per
@@ -316,9 +357,10 @@ TEST_P(OverloadMemoryTest, SixtyFourTasksThroughOneMountWithAStalledOssAllFinish
 
   std::vector<std::thread> threads;
   for (int t = 0; t < kTasks; ++t) threads.emplace_back([this, t] { RunTask(t); });
-  // Writes: oss0 stalls after a eighth of the writes; reads: oss1 after a quarter.
-  int blocked_writing = StallOss(0, writes_done_, kTasks * kBlocksPerFile / 8, max_threads);
-  int blocked_reading = StallOss(1, reads_done_, kTasks * kBlocksPerFile / 4, max_threads);
+  // oss0 stalls once every task has written its first block, oss1 once
+  // every task has read its first block back.
+  int blocked_writing = StallOss(0, write_gate_, max_threads);
+  int blocked_reading = StallOss(1, read_gate_, max_threads);
   for (auto& th : threads) th.join();
 
   int failed = 0;
@@ -330,10 +372,10 @@ TEST_P(OverloadMemoryTest, SixtyFourTasksThroughOneMountWithAStalledOssAllFinish
   EXPECT_EQ(failed, 0);
   EXPECT_EQ(writes_done_, kTasks * kBlocksPerFile);
   EXPECT_EQ(reads_done_, kTasks * kBlocksPerFile);
-  // Overload: at least as many calls waited on the stopped OSS as it has
-  // workers (8), and with max_threads 64 many more.
-  EXPECT_GE(blocked_writing, std::min(32, max_threads)) << "tasks blocked on it while writing";
-  EXPECT_GE(blocked_reading, 8) << "tasks blocked on it while reading";
+  // Overload: every FUSE thread's call waited on the stopped OSS (64 calls
+  // against its 8 workers with max_threads 64), the other tasks behind them.
+  EXPECT_GE(blocked_writing, std::min(kTasks, max_threads)) << "calls held while writing";
+  EXPECT_GE(blocked_reading, std::min(kTasks, max_threads)) << "calls held while reading";
 
   uint64_t mount_hwm = StatusKb(mount_pid_, "VmHWM");
   uint64_t mds_hwm = StatusKb(mds_pid, "VmHWM");
