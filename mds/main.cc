@@ -166,6 +166,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   OssDestroyer destroyer(io.get());
   DestroyQueue queue(store->get(), &osts, &destroyer);
   ns.SetDestroyNotifier([&queue] { queue.Notify(); });
+  queue.SetLinger(std::chrono::milliseconds(flags.commit_interval_ms));
   queue.Start();
   Housekeeper housekeeper(&ns, &osts, flags.ost_timeout_ms);
   // Leases: only if an earlier instance granted some may a client still hold

@@ -113,6 +113,10 @@ void DestroyQueue::Loop() {
       backoff = std::min(backoff * 2, kMaxBackoff);
     }
     if (stop_) return;
+    // Objects of removed files are garbage: no hurry. Lingering lets one
+    // pass (and its fsync) take the removes of a whole storm, as Lustre
+    // destroys OST objects only after the MDT transaction committed.
+    if (linger_.count() > 0 && cv_.wait_for(lock, linger_, [&] { return stop_; })) return;
     notified_ = false;
   }
 }

@@ -8,9 +8,10 @@
 // records durable (an unlink not yet committed could come back after a power
 // cut: its data must still be there), and deletes a key once the OSS answered
 // OK or ENOENT. Failures are retried with exponential backoff (1 s doubling
-// to 30 s); new work wakes the worker at once.
+// to 30 s); new work wakes the worker, after the linger (SetLinger) if set.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -45,6 +46,9 @@ class DestroyQueue {
       : store_(store), osts_(osts), destroyer_(destroyer) {}
   ~DestroyQueue() { Stop(); }
 
+  // Before Start: how long the worker waits after being woken, gathering
+  // more work (each pass with work starts with an fsync). Default 0.
+  void SetLinger(std::chrono::milliseconds linger) { linger_ = linger; }
   void Start();
   // Wakes the worker: new records were committed.
   void Notify();
@@ -65,6 +69,7 @@ class DestroyQueue {
   bool stop_ = false;     // GUARDED_BY(mu_)
   bool notified_ = false;  // GUARDED_BY(mu_)
   bool full_pass_ = false;  // the last RunOnce filled a batch; worker thread only
+  std::chrono::milliseconds linger_{0};
   std::thread thread_;
 };
 
