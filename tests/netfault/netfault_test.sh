@@ -20,12 +20,13 @@
 #       to its 30 s rpc_timeout) and verifies.
 # Each phase prints the write and read bandwidth sfs-bench measured (and the
 # fault-free run's, for comparison). About 35 s in all on the 2-core test VM.
-# Usage: netfault_test.sh SFS_MDS SFS_OSS SFS_BENCH [SFS_NFQ_DELAY]. Without
-# SFS_NFQ_DELAY (or iptables) the delay and reorder phases are skipped with a
-# line saying so. Exit 0 pass, 1 fail, 77 skipped (not root, no ip/nft, or
+# At the end, offline `sfs fsck` of the MDS and both OSTs must be clean.
+# Usage: netfault_test.sh SFS_MDS SFS_OSS SFS_BENCH [SFS_NFQ_DELAY [SFS]].
+# Without SFS_NFQ_DELAY (or iptables) the delay and reorder phases are skipped
+# with a line saying so; an empty or missing SFS skips the fsck. Exit 0 pass, 1 fail, 77 skipped (not root, no ip/nft, or
 # namespaces not permitted).
 set -u
-MDS_BIN=$1 OSS_BIN=$2 BENCH_BIN=$3 NFQ_BIN=${4:-}
+MDS_BIN=$1 OSS_BIN=$2 BENCH_BIN=$3 NFQ_BIN=${4:-} SFS_BIN=${5:-}
 skip() { echo "netfault_test: SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces)"
 command -v ip > /dev/null || skip "no ip (iproute2)"
@@ -94,10 +95,11 @@ dropped() {
     awk '{s += $2} END {print s + 0}'
 }
 # 4 tasks, one shared file, 47008-byte blocks, fsync, verify after the write
-# and on read (each task reads its neighbour's blocks).
+# and on read (each task reads its neighbour's blocks); the file is kept (-k)
+# for the closing fsck.
 bench() {  # name segments iterations
   ip netns exec "$CLI" timeout 120 "$BENCH_BIN" ior -a SFS --mds "$MDS_ADDR" -np 4 \
-    -b 47008 -t 47008 -s "$2" -i "$3" -w -W -r -R -C -e -o "/$1" > "$DIR/$1.log" 2>&1 &&
+    -b 47008 -t 47008 -s "$2" -i "$3" -w -W -r -R -C -e -k -o "/$1" > "$DIR/$1.log" 2>&1 &&
     ! grep -q "VERIFY FAILED" "$DIR/$1.log"
 }
 # "write X MiB/s, read Y MiB/s": the mean bandwidths of a bench run's summary.
@@ -193,4 +195,13 @@ cut_end=$(date +%s.%N)
 wait $BENCH || fail "I/O across a 10 s cut (exit $?)"
 secs=$(echo "$(date +%s.%N) - $cut_end" | bc)
 echo "netfault_test: 10 s cut ($drops packets dropped): the run resumed and verified; it finished ${secs}s after the link came back"
+
+# Nothing the faults did is left behind: offline sfs fsck of the MDS (stopped
+# with SIGTERM, which commits and releases its LevelDB lock) and both OSTs.
+if [ -n "$SFS_BIN" ]; then
+  kill "${PIDS[0]}" && wait "${PIDS[0]}" 2> /dev/null
+  "$SFS_BIN" fsck --mds-data "$DIR/mds" --ost "$DIR/ost0" --ost "$DIR/ost1" > "$DIR/fsck.log" 2>&1 ||
+    fail "sfs fsck after the faults: $(cat "$DIR/fsck.log")"
+  echo "netfault_test: sfs fsck clean: $(tail -1 "$DIR/fsck.log")"
+fi
 echo "netfault_test: PASS"
