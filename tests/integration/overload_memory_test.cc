@@ -183,6 +183,28 @@ pid_t PidOf(const std::string& name, const std::string& arg) {
   return found;
 }
 
+// True iff every thread of pid is stopped (state T in /proc/PID/task/*/stat).
+// kill(SIGSTOP) returns before the threads stop: each stops at its next
+// return from the kernel, and until then it may still serve requests.
+bool AllThreadsStopped(pid_t pid) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool all = true;
+  int threads = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(dir + "/" + e->d_name + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t paren = stat.rfind(") ");
+    if (paren == std::string::npos) continue;  // the thread just exited
+    ++threads;
+    if (stat[paren + 2] != 'T' && stat[paren + 2] != 't') all = false;
+  }
+  closedir(d);
+  return all && threads > 0;
+}
+
 class OverloadMemoryTest : public ClusterPerTest, public ::testing::WithParamInterface<int> {
  protected:
   ClusterOptions Options() override {
@@ -280,6 +302,9 @@ class OverloadMemoryTest : public ClusterPerTest, public ::testing::WithParamInt
     bool reached = PollUntil([&] { return gate.arrived() == kTasks; }, milliseconds(60000));
     EXPECT_TRUE(reached) << gate.arrived() << " of " << kTasks << " tasks reached the gate";
     EXPECT_TRUE(cluster().KillOss(oss, SIGSTOP).ok());
+    bool stopped = PollUntil([&] { return AllThreadsStopped(oss_pids_[oss]); }, milliseconds(20000),
+                             milliseconds(1));
+    EXPECT_TRUE(stopped) << "oss" << oss << " did not stop";
     gate.Open();
     int blocked = 0;
     bool stuck = PollUntil(
@@ -304,6 +329,7 @@ class OverloadMemoryTest : public ClusterPerTest, public ::testing::WithParamInt
 
   std::string dir_;
   pid_t mount_pid_ = -1;
+  std::vector<pid_t> oss_pids_;
   uint64_t peak_rss_while_stalled_ = 0;
   std::vector<TaskState> tasks_ = std::vector<TaskState>(kTasks);
   std::atomic<int> writes_done_{0};
@@ -330,10 +356,9 @@ TEST_P(OverloadMemoryTest, SixtyFourTasksThroughOneMountWithAStalledOssAllFinish
   ASSERT_TRUE((*c)->SetLayout(kRoot, d->ino, two, false).ok());
   mount_pid_ = PidOf("sfs-mount", *mnt);
   ASSERT_GT(mount_pid_, 0) << "sfs-mount's pid";
-  std::vector<pid_t> oss_pids;
   for (int i = 0; i < cluster().num_oss(); ++i) {
-    oss_pids.push_back(PidOf("sfs-oss", cluster().ost_dir(i)));
-    ASSERT_GT(oss_pids.back(), 0) << "pid of oss" << i;
+    oss_pids_.push_back(PidOf("sfs-oss", cluster().ost_dir(i)));
+    ASSERT_GT(oss_pids_.back(), 0) << "pid of oss" << i;
   }
   pid_t mds_pid = PidOf("sfs-mds", cluster().root() + "/mds");
   ASSERT_GT(mds_pid, 0) << "sfs-mds's pid";
@@ -386,8 +411,8 @@ TEST_P(OverloadMemoryTest, SixtyFourTasksThroughOneMountWithAStalledOssAllFinish
               peak_rss_while_stalled_ / double(kMiB));
   EXPECT_GT(mount_hwm, 0u);
   EXPECT_LE(mount_hwm, client_bound);
-  for (size_t i = 0; i < oss_pids.size(); ++i) {
-    uint64_t hwm = StatusKb(oss_pids[i], "VmHWM");
+  for (size_t i = 0; i < oss_pids_.size(); ++i) {
+    uint64_t hwm = StatusKb(oss_pids_[i], "VmHWM");
     std::printf("sfs-oss %zu VmHWM %.1f MiB (bound %.0f)\n", i, hwm / double(kMiB),
                 oss_bound / double(kMiB));
     EXPECT_GT(hwm, 0u);
@@ -397,6 +422,15 @@ TEST_P(OverloadMemoryTest, SixtyFourTasksThroughOneMountWithAStalledOssAllFinish
               kMdsBound / double(kMiB));
   EXPECT_GT(mds_hwm, 0u);
   EXPECT_LE(mds_hwm, kMdsBound);
+  // The mount stops cleanly, while this test's own libsfs client (which holds
+  // leases on the files) is still there to answer the MDS's revocations.
+  auto t0 = std::chrono::steady_clock::now();
+  Status unmounted = cluster().Unmount(*mnt);
+  EXPECT_TRUE(unmounted.ok()) << unmounted.ToString();
+  std::printf("unmount + sfs-mount exit: %lld ms\n",
+              static_cast<long long>(std::chrono::duration_cast<milliseconds>(
+                                         std::chrono::steady_clock::now() - t0)
+                                         .count()));
 }
 
 INSTANTIATE_TEST_SUITE_P(MaxThreads, OverloadMemoryTest, ::testing::Values(64, 8));
