@@ -132,6 +132,7 @@ size_t FuseOps::AddDirEntry(fuse_req_t req, char* out, size_t room, const Emit& 
   size_t need = fuse_add_direntry_plus(req, out, room, em.name, &e, next);
   if (need <= room && e.ino != 0) {
     nodes_.Ref(e.ino);
+    nodes_.NoteMode(e.ino, em.attr->mode);
     refs.push_back(e.ino);
   }
   return need;

@@ -4,11 +4,28 @@
 // take fresh attributes from the MDS (libsfs Open/Create) and keep the
 // kernel's pages only if the file is unchanged since this mount last opened
 // it (NodeTable::KeepCache).
+//
+// Write-only handles use direct I/O: each write(2) is one FUSE WRITE of
+// exactly the caller's bytes, with no page-cache copy. With the page cache
+// the kernel sends an unaligned write's leading partial page as a request of
+// its own, so a 47008-byte write cost two round trips through here. A
+// write-only handle cannot be mmapped, so nothing needs its pages; handles
+// that can read (O_RDONLY, O_RDWR, which may be mmapped shared) keep the
+// page cache. The kernel drops the written range from the page cache before
+// a direct write, and the node table keeps a later open from keeping pages
+// cached before it (NodeTable::DirectWriterOpened). The kernel does not
+// remove privileges before a direct write (file_remove_privs): RemovePrivs
+// does, as the kernel would have.
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 
 #include "client/fuse/fuse_ops.h"
@@ -19,10 +36,27 @@ namespace {
 
 struct OpenFile {
   std::shared_ptr<client::File> file;
+  bool direct = false;  // opened with direct I/O (write-only)
 };
 
 OpenFile* HandleOf(const fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh); }
 client::File& FileOf(const fuse_file_info* fi) { return *HandleOf(fi)->file; }
+
+// What a write must strip (file capabilities).
+constexpr char kCapsXattr[] = "security.capability";
+
+// True iff process pid has CAP_FSETID in effect (its writes keep set-id
+// bits). Unreadable (the writer exited): false, so the bits are dropped.
+bool HasCapFsetid(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    uint64_t caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+    return ((caps >> CAP_FSETID) & 1) != 0;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -31,13 +65,16 @@ const client::File* FileOfHandle(const fuse_file_info* fi) { return &FileOf(fi);
 void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const client::Attr& a,
                         fuse_file_info* fi, bool with_entry) {
   if (with_entry) nodes_.Ref(a.ino);
+  nodes_.NoteMode(a.ino, a.mode);
   bool unchanged = nodes_.KeepCache(a.ino, a.mtime_ns, a.size);
   fi->keep_cache = unchanged && (fi->flags & O_TRUNC) == 0;
   // A read-only handle has no size to report, so its close needs no FLUSH.
   fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
   const bool writable = (fi->flags & O_ACCMODE) != O_RDONLY;
+  fi->direct_io = (fi->flags & O_ACCMODE) == O_WRONLY;
   if (writable) nodes_.OpenedForWrite(a.ino);
-  auto* h = new OpenFile{std::move(f)};
+  if (fi->direct_io) nodes_.DirectWriterOpened(a.ino);
+  auto* h = new OpenFile{std::move(f), fi->direct_io != 0};
   fi->fh = reinterpret_cast<uint64_t>(h);
   int rc = 0;
   if (with_entry) {
@@ -51,6 +88,7 @@ void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const c
     (void)client_->Close(h->file);
     delete h;
     if (writable) nodes_.ClosedForWrite(a.ino);
+    if (fi->direct_io) nodes_.DirectWriterClosed(a.ino);
     if (with_entry) nodes_.Forget(a.ino, 1);
   }
 }
@@ -100,9 +138,47 @@ void FuseOps::OnWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* bufv, off_
     size = static_cast<size_t>(got);
     data = copy.get();
   }
+  if (HandleOf(fi)->direct) {
+    Status st = RemovePrivs(req, ino);
+    if (!st.ok()) return ReplyStatus(req, st);
+  }
   Result<size_t> n = client_->Write(FileOf(fi), off, std::span<const uint8_t>(data, size));
   if (!n.ok()) return ReplyStatus(req, n.status());
   fuse_reply_write(req, *n);
+}
+
+// The kernel's file_remove_privs, for a direct write: drop security.capability
+// (asked of the MDS once per open while absent: NodeTable::NoCaps), then the
+// set-id bits the last known mode calls for unless the writer has
+// CAP_FSETID. Both as the writer, as the kernel's own requests would be.
+Status FuseOps::RemovePrivs(fuse_req_t req, fuse_ino_t ino) {
+  const bool caps_absent = nodes_.NoCaps(ino);
+  const uint32_t setid = nodes_.SetIdBitsToDrop(ino);
+  if (caps_absent && setid == 0) return Status::Ok();  // every write but the first
+  const client::Cred cred = CredOf(req);
+  if (!caps_absent) {
+    const uint64_t gen = nodes_.XattrGeneration(ino);
+    Result<std::string> v = client_->GetXattr(cred, ino, kCapsXattr);
+    if (v.ok()) {
+      nodes_.XattrChanged(ino);
+      Status st = client_->RemoveXattr(cred, ino, kCapsXattr);
+      if (!st.ok() && st.code() != ENODATA) return st;
+    } else if (v.status().code() == ENODATA) {
+      nodes_.NoteNoCaps(ino, gen);
+    }  // any other answer: nothing to strip, as the kernel decides
+  }
+  if (setid == 0 || HasCapFsetid(fuse_req_ctx(req)->pid)) return Status::Ok();
+  Result<client::Attr> a = client_->GetAttr(cred, ino);  // the kernel refreshes too
+  if (!a.ok()) return a.status();
+  nodes_.NoteMode(ino, a->mode);
+  client::SetAttrArgs args;
+  args.valid = client::kSetMode;
+  args.mode = a->mode & ~nodes_.SetIdBitsToDrop(ino);
+  if (args.mode == a->mode) return Status::Ok();
+  Result<client::Attr> changed = client_->SetAttr(cred, ino, args, nullptr);
+  if (!changed.ok()) return changed.status();
+  nodes_.NoteMode(ino, changed->mode);
+  return Status::Ok();
 }
 
 void FuseOps::OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -112,6 +188,7 @@ void FuseOps::OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void FuseOps::OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   std::unique_ptr<OpenFile> h(HandleOf(fi));
   if ((fi->flags & O_ACCMODE) != O_RDONLY) nodes_.ClosedForWrite(ino);
+  if (h->direct) nodes_.DirectWriterClosed(ino);
   Status st = client_->Close(h->file);
   // close(2) has returned already; the kernel ignores a release error.
   if (!st.ok()) LOG_WARN("close of inode " << ino << " failed: " << st.ToString());

@@ -151,11 +151,13 @@ fuse_entry_param FuseOps::EntryParam(const client::Attr& a) const {
 void FuseOps::ReplyEntry(fuse_req_t req, const client::Attr& a) {
   fuse_entry_param e = EntryParam(a);
   nodes_.Ref(a.ino);
+  nodes_.NoteMode(a.ino, a.mode);
   if (fuse_reply_entry(req, &e) != 0) nodes_.Forget(a.ino, 1);
 }
 
 void FuseOps::ReplyAttr(fuse_req_t req, const client::Attr& a) {
   struct stat st = a.ToStat();
+  nodes_.NoteMode(a.ino, a.mode);
   fuse_reply_attr(req, &st, AttrTimeout(a));
 }
 

@@ -51,7 +51,8 @@
 //   (close-to-open); otherwise the kernel drops the pages. No writeback
 //   cache: every write goes to the OSSes as the kernel gets it, so writers on
 //   many nodes to disjoint ranges of one file never rewrite each other's
-//   bytes from a stale page.
+//   bytes from a stale page. Write-only handles bypass the page cache
+//   altogether (direct I/O: one FUSE WRITE per write(2); fuse_file_ops.cc).
 // - An operation on an inode removed elsewhere gets ESTALE from the MDS; the
 //   kernel then walks the path again with revalidation, so a name removed and
 //   re-created through another mount is usable at once. (This needs the MDS
@@ -165,6 +166,8 @@ class FuseOps {
   void ReplyAttr(fuse_req_t req, const client::Attr& a);
   void ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const client::Attr& a,
                  fuse_file_info* fi, bool with_entry);
+  // Before a direct write: what the kernel's file_remove_privs would do.
+  Status RemovePrivs(fuse_req_t req, fuse_ino_t ino);
   // One entry about to be added to a readdir reply.
   struct Emit {
     const char* name = "";  // NUL-terminated: FUSE copies it by strlen

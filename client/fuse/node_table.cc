@@ -1,6 +1,9 @@
-// NodeTable: lookup counts, the close-to-open page-cache basis and the
-// "no security.capability" note per inode.
+// NodeTable: lookup counts, the close-to-open page-cache basis (and the
+// direct writers that void it), the "no security.capability" note and the
+// last mode per inode.
 #include "client/fuse/node_table.h"
+
+#include <sys/stat.h>
 
 namespace sfs::fuse {
 
@@ -27,7 +30,7 @@ bool NodeTable::KeepCache(uint64_t ino, int64_t mtime_ns, uint64_t size) {
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) return false;
   Node& n = it->second;
-  bool keep = n.cached && n.mtime_ns == mtime_ns && n.size == size;
+  bool keep = n.cached && n.direct_writers == 0 && n.mtime_ns == mtime_ns && n.size == size;
   n.cached = true;
   n.mtime_ns = mtime_ns;
   n.size = size;
@@ -50,6 +53,36 @@ void NodeTable::ClosedForWrite(uint64_t ino) {
     it->second.no_caps = false;
     ++it->second.xattr_gen;
   }
+}
+
+void NodeTable::DirectWriterOpened(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it != nodes_.end()) ++it->second.direct_writers;
+}
+
+void NodeTable::DirectWriterClosed(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || it->second.direct_writers == 0) return;
+  --it->second.direct_writers;
+  it->second.cached = false;  // its writes did not pass the pages cached here
+}
+
+void NodeTable::NoteMode(uint64_t ino, uint32_t mode) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it != nodes_.end()) it->second.mode = mode;
+}
+
+uint32_t NodeTable::SetIdBitsToDrop(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return 0;
+  const uint32_t mode = it->second.mode;
+  uint32_t drop = mode & S_ISUID;
+  if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) drop |= S_ISGID;
+  return drop;
 }
 
 bool NodeTable::NoCaps(uint64_t ino) const {

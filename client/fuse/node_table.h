@@ -8,6 +8,15 @@
 // and closed since has changed them (libsfs reports mtime and size at close),
 // so the pages are dropped then and the new data is read.
 //
+// Handles opened write-only use direct I/O: their writes go to the OSSes
+// without passing the page cache, so pages that readers of this mount cached
+// before may be stale after them. So no open keeps pages while such a handle
+// is open, nor the first open after it is released (DirectWriterOpened/
+// DirectWriterClosed), whatever mtime and size say. Direct writes also skip
+// the kernel's file_remove_privs, so sfs-mount does its work (fuse_file_ops.cc)
+// from what the table knows: NoCaps below, and the mode last handed to the
+// kernel (NoteMode), which is what the kernel would have judged by.
+//
 // The kernel asks for the xattr security.capability before every write(2)
 // and truncate, to learn whether the change must strip it; asking the MDS
 // each time costs a round trip per write. So while this mount has an inode
@@ -49,6 +58,17 @@ class NodeTable {
   // A handle open for writing was opened / released (see above).
   void OpenedForWrite(uint64_t ino);
   void ClosedForWrite(uint64_t ino);
+  // A handle writing around the page cache (direct I/O) was opened /
+  // released: KeepCache says false from then until an open after the last
+  // such release.
+  void DirectWriterOpened(uint64_t ino);
+  void DirectWriterClosed(uint64_t ino);
+  // The kernel was given mode for ino (entry, attr and open replies).
+  void NoteMode(uint64_t ino, uint32_t mode);
+  // The set-id bits a write by a writer without CAP_FSETID must drop, by the
+  // mode last noted: S_ISUID, and S_ISGID when S_IXGRP is set (as FUSE's
+  // kernel side does). 0 for an inode the kernel does not hold.
+  uint32_t SetIdBitsToDrop(uint64_t ino) const;
   // True iff security.capability of ino is known to be absent (see above).
   bool NoCaps(uint64_t ino) const;
   // Before asking the MDS for security.capability: a token for NoteNoCaps.
@@ -70,6 +90,8 @@ class NodeTable {
     int64_t mtime_ns = 0;
     uint64_t size = 0;
     uint32_t writers = 0;     // handles open for writing through this mount
+    uint32_t direct_writers = 0;  // of which write around the page cache
+    uint32_t mode = 0;            // as last given to the kernel
     bool no_caps = false;     // security.capability known absent (writers > 0)
     uint64_t xattr_gen = 0;   // bumped by opens and xattr changes
   };

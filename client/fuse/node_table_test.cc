@@ -2,6 +2,8 @@
 // "no security.capability" note.
 #include "client/fuse/node_table.h"
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 namespace sfs::fuse {
@@ -49,6 +51,29 @@ TEST(NodeTableTest, ForgottenInodeStartsOverWithoutCache) {
   EXPECT_FALSE(t.KeepCache(5, 100, 1));  // not held: nothing recorded
   t.Ref(5);
   EXPECT_FALSE(t.KeepCache(5, 100, 1));
+}
+
+TEST(NodeTableTest, NoOpenKeepsPagesWhileADirectWriterIsOpenNorRightAfterIt) {
+  NodeTable t;
+  t.Ref(5);
+  (void)t.KeepCache(5, 100, 4096);
+  t.DirectWriterOpened(5);
+  EXPECT_FALSE(t.KeepCache(5, 100, 4096));
+  t.DirectWriterClosed(5);
+  EXPECT_FALSE(t.KeepCache(5, 100, 4096));
+  EXPECT_TRUE(t.KeepCache(5, 100, 4096));
+}
+
+TEST(NodeTableTest, AWriteDropsSetuidAlwaysAndSetgidOnlyWithGroupExecute) {
+  NodeTable t;
+  t.Ref(5);
+  t.NoteMode(5, S_IFREG | 06755);
+  EXPECT_EQ(t.SetIdBitsToDrop(5), static_cast<uint32_t>(S_ISUID | S_ISGID));
+  t.NoteMode(5, S_IFREG | 02745);  // setgid without group execute: kept
+  EXPECT_EQ(t.SetIdBitsToDrop(5), 0u);
+  t.NoteMode(5, S_IFREG | 0755);
+  EXPECT_EQ(t.SetIdBitsToDrop(5), 0u);
+  EXPECT_EQ(t.SetIdBitsToDrop(9), 0u);
 }
 
 TEST(NodeTableTest, AbsentCapsAreRememberedUntilTheNextOpen) {

@@ -112,6 +112,54 @@ TEST_F(FusePosixTest, OAppendWritesAlwaysLandAtTheEnd) {
   EXPECT_TRUE(SameBytes(Get("f"), "abcdefghijkl"));
 }
 
+// Write-only handles bypass the page cache (direct I/O); pages a reader of
+// this mount cached before must not hide the new bytes, during or after.
+TEST_F(FusePosixTest, WritesThroughAWriteOnlyFdAreSeenByReadersOfTheSameMount) {
+  const size_t old_size = 3 * kStripe + 100;
+  Put("f", std::string(old_size, 'a'));
+  int reader = Open("f", O_RDONLY);
+  ASSERT_GE(reader, 0);
+  ASSERT_TRUE(SameBytes(PreadAll(reader, old_size), std::string(old_size, 'a')));  // cached
+  int writer = Open("f", O_WRONLY);
+  ASSERT_GE(writer, 0);
+  // Unaligned, across a stripe boundary, and past the old end of file.
+  const std::string mid(47008, 'b'), tail(kStripe, 'c');
+  const off_t mid_at = 8192 + 123, tail_at = old_size - 50;
+  ASSERT_EQ(pwrite(writer, mid.data(), mid.size(), mid_at), static_cast<ssize_t>(mid.size()));
+  ASSERT_EQ(pwrite(writer, tail.data(), tail.size(), tail_at), static_cast<ssize_t>(tail.size()));
+  std::string want(old_size, 'a');
+  want.replace(mid_at, mid.size(), mid);
+  want.replace(tail_at, std::string::npos, tail);
+  EXPECT_TRUE(SameBytes(PreadAll(reader, want.size() + 10), want)) << "while both are open";
+  ASSERT_EQ(close(writer), 0);
+  ASSERT_EQ(close(reader), 0);
+  fds_.clear();
+  int again = Open("f", O_RDONLY);
+  ASSERT_GE(again, 0);
+  EXPECT_TRUE(SameBytes(PreadAll(again, want.size() + 10), want)) << "reopened";
+  EXPECT_EQ(Stat("f").st_size, static_cast<off_t>(want.size()));
+}
+
+TEST_F(FusePosixTest, AWriteOnlyFdExtendsTheFileSizeSeenByFstatAndStat) {
+  int fd = Open("f", O_CREAT | O_WRONLY | O_TRUNC);
+  ASSERT_GE(fd, 0);
+  std::string data(5 * 47008, 'z');
+  for (size_t off = 0; off < data.size(); off += 47008) {
+    ASSERT_EQ(write(fd, data.data() + off, 47008), 47008);
+  }
+  struct stat st {};
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_size, static_cast<off_t>(data.size()));
+  EXPECT_EQ(lseek(fd, 0, SEEK_END), static_cast<off_t>(data.size()));
+  ASSERT_EQ(fsync(fd), 0);  // reports the blocks used to the MDS
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_GE(st.st_blocks * 512, static_cast<blkcnt_t>(data.size()));
+  ASSERT_EQ(close(fd), 0);
+  fds_.pop_back();
+  EXPECT_EQ(Stat("f").st_size, static_cast<off_t>(data.size()));
+  EXPECT_TRUE(SameBytes(Get("f"), data));
+}
+
 TEST_F(FusePosixTest, PwriteAndPreadAcrossStripeBoundariesRoundTrip) {
   std::mt19937_64 rng(PerTestSeed());
   auto bytes = RandomBytes(rng, 5 * kStripe + 123);
