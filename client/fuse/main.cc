@@ -27,6 +27,7 @@
 #include "client/fuse/bdi.h"
 #include "client/fuse/fuse_ops.h"
 #include "client/fuse/mount_args.h"
+#include "client/fuse/parallel_writes.h"
 #include "common/log.h"
 
 namespace sfs::fuse {
@@ -165,6 +166,9 @@ int Run(const MountArgs& a) {
   int code = 1;
   if (fuse_set_signal_handlers(se) == 0) {
     if (fuse_session_mount(se, real) == 0) {
+      // Before the loop reads the first request (see parallel_writes.h).
+      Status pw = EnableParallelDirectWrites(se);
+      if (!pw.ok()) LOG_WARN("writes to one file stay serialised: " << pw.ToString());
       if (a.read_ahead_kb != 0) {
         Status st = SetReadAheadKb(real, a.read_ahead_kb);
         // Only root may write the knob; other users simply keep the default.
