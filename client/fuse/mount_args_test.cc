@@ -31,6 +31,18 @@ TEST(MountArgsTest, AddressAndMountPointAreTheTwoPositionals) {
             "sfs-mount -o default_permissions,fsname=mds:7700,subtype=sfs ");
 }
 
+TEST(MountArgsTest, LeasesAreOnByDefaultAndNoleasesTurnsThemOffForMountAndLibrary) {
+  Result<MountArgs> a = Parse({"h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(a->fuse.leases);
+  EXPECT_TRUE(a->client.leases);
+  a = Parse({"-o", "noleases,ro", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_FALSE(a->fuse.leases);
+  EXPECT_FALSE(a->client.leases);
+  EXPECT_EQ(Joined(a->fuse_argv).find("noleases"), std::string::npos) << "not for libfuse";
+}
+
 TEST(MountArgsTest, OwnOptionsAreTakenAndOthersPassThrough) {
   Result<MountArgs> a = Parse({"-o", "allow_other,attr_timeout=2.5,rpc_timeout_ms=1500",
                                "h:1", "/m", "-f", "-o", "ro,entry_timeout=0"});
