@@ -189,6 +189,38 @@ TEST_F(FuseErrorsTest, AnFdOpenedForWritingMayFtruncateAFileWhoseModeForbidsWrit
   EXPECT_EQ(AsUser([&] { return ErrnoOf(truncate(f.c_str(), 0)); }), EACCES) << "by path: mode bits";
 }
 
+// Write-only handles use direct I/O, which skips the kernel's
+// file_remove_privs; sfs-mount drops the bits itself, as ext4 would.
+TEST_F(FuseErrorsTest, AWriteWithoutCapFsetidDropsSetuidAndGroupExecSetgidAsOnExt4) {
+  Mkdir("d", 0777);
+  const std::string prog = P("d/prog"), lock = P("d/lock");
+  auto make = [&](const std::string& f, mode_t mode) {
+    int fd = open(f.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+    if (fd < 0) return errno;
+    close(fd);
+    return ErrnoOf(chmod(f.c_str(), mode));
+  };
+  auto write_one = [](const std::string& f) {
+    int fd = open(f.c_str(), O_WRONLY);
+    if (fd < 0) return errno;
+    int rc = write(fd, "x", 1) == 1 ? 0 : errno;
+    close(fd);
+    return rc;
+  };
+  auto mode_of = [](const std::string& f) {
+    struct stat st {};
+    return stat(f.c_str(), &st) == 0 ? st.st_mode & 07777 : 0u;
+  };
+  ASSERT_EQ(AsUser([&] { return make(prog, 06775); }), 0);
+  ASSERT_EQ(AsUser([&] { return make(lock, 02745); }), 0);
+  ASSERT_EQ(write_one(prog), 0);
+  EXPECT_EQ(mode_of(prog), 06775u) << "root has CAP_FSETID: bits kept";
+  ASSERT_EQ(AsUser([&] { return write_one(prog); }), 0);
+  EXPECT_EQ(mode_of(prog), 0775u);
+  ASSERT_EQ(AsUser([&] { return write_one(lock); }), 0);
+  EXPECT_EQ(mode_of(lock), 02745u) << "setgid without group execute is not a privilege";
+}
+
 TEST_F(FuseErrorsTest, AUserCannotChmodOrChownWhatItDoesNotOwn) {
   Put("roots", "x", 0666);
   Mkdir("open", 0777);
