@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -94,6 +95,31 @@ TEST_F(LeaseTest, AStoppedMountDelaysAnUnlinkOnlyUntilItsLeaseRunsOut) {
   EXPECT_LE(took, kLeaseAndMargin + milliseconds(2500));
   EXPECT_GE(took, milliseconds(1000)) << "mount 1 held no lease: nothing was waited for";
   EXPECT_EQ(StatErr(On(1, "f")), ENOENT);
+}
+
+// Each unlink holds its own mount's directory lock while its MDS reply waits
+// for the other mount, whose invalidation of the name needs that same lock
+// on the other side: the two may wait for each other, but only until the
+// leases run out.
+TEST_F(LeaseTest, TwoMountsUnlinkingFilesTheOtherCachesInOneDirectoryBothFinish) {
+  ASSERT_TRUE(WriteFile(On(0, "a"), "a"));
+  ASSERT_TRUE(WriteFile(On(1, "b"), "b"));
+  for (int m = 0; m < 2; ++m) {
+    ASSERT_EQ(StatErr(On(m, "a")), 0);
+    ASSERT_EQ(StatErr(On(m, "b")), 0);
+  }
+  auto start = steady_clock::now();
+  int rc_a = -1;
+  std::thread t([&] { rc_a = unlink(On(0, "b").c_str()) == 0 ? 0 : errno; });
+  int rc_b = unlink(On(1, "a").c_str()) == 0 ? 0 : errno;
+  t.join();
+  EXPECT_EQ(rc_a, 0);
+  EXPECT_EQ(rc_b, 0);
+  EXPECT_LE(steady_clock::now() - start, kLeaseAndMargin + milliseconds(2500));
+  for (int m = 0; m < 2; ++m) {
+    EXPECT_EQ(StatErr(On(m, "a")), ENOENT) << "mount " << m;
+    EXPECT_EQ(StatErr(On(m, "b")), ENOENT) << "mount " << m;
+  }
 }
 
 TEST_F(LeaseTest, ALibsfsClientWithLeasesHearsOfAnotherClientsUnlinkBeforeItReturns) {
