@@ -198,6 +198,11 @@ TEST_F(CommitTest, StoppingCommitsWhatIsLeftAndAckedOpsSurviveARestart) {
   const uint64_t syncs = counting_->Syncs();
   ASSERT_TRUE(ns_->StopCommits().ok());
   EXPECT_EQ(counting_->Syncs(), syncs + 1);
+  ASSERT_TRUE(ns_->StopCommits().ok());
+  EXPECT_EQ(counting_->Syncs(), syncs + 1) << "nothing new to commit";
+  ASSERT_TRUE(Mkdir(kRootIno, "b").ok()) << "housekeeping may still write after a Stop";
+  ASSERT_TRUE(ns_->StopCommits().ok());
+  EXPECT_EQ(counting_->Syncs(), syncs + 2);
   Restart(kHour);
   EXPECT_TRUE(Lookup(kRootIno, "a").ok());
 }

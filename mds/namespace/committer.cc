@@ -30,10 +30,14 @@ Status Committer::Commit() {
   }
   if (target <= committed_.load(std::memory_order_acquire)) return Status::Ok();
   SFS_RETURN_IF_ERROR(SyncStore());
+  RaiseCommitted(target);
+  return Status::Ok();
+}
+
+void Committer::RaiseCommitted(uint64_t target) {
   uint64_t seen = committed_.load(std::memory_order_acquire);
   while (seen < target && !committed_.compare_exchange_weak(seen, target)) {
   }
-  return Status::Ok();
 }
 
 Status Committer::SyncStore() {
@@ -62,11 +66,14 @@ void Committer::Loop() {
 }
 
 Status Committer::Stop() {
+  bool again = false;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (stopped_) return failed_;
+    again = stopped_;
     stop_ = true;
   }
+  // Called again: only what was noted since (housekeeping after the first).
+  if (again) return Commit();
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   Status st;
@@ -75,7 +82,9 @@ Status Committer::Stop() {
     st = failed_;
   }
   // Unconditional: writes nobody noted (trims, the destroy queue) go too.
+  const uint64_t target = written_.load(std::memory_order_acquire);
   if (st.ok()) st = SyncStore();
+  if (st.ok()) RaiseCommitted(target);
   std::lock_guard<std::mutex> l(mu_);
   stopped_ = true;
   return st;

@@ -48,7 +48,7 @@ class Committer {
   // Starts the periodic commit thread (nothing with interval 0). Idempotent.
   void Start();
   // Stops the thread, then commits everything written so far (also writes
-  // that were not noted). Idempotent.
+  // that were not noted). Called again, commits what was noted since.
   Status Stop();
 
   // For tests and logs: commits that ran a Sync, and passes of the thread.
@@ -58,6 +58,8 @@ class Committer {
  private:
   void Loop();
   Status SyncStore();
+  // committed_ = max(committed_, target).
+  void RaiseCommitted(uint64_t target);
 
   KvStore* const store_;
   const std::chrono::milliseconds interval_;
