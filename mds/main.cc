@@ -36,7 +36,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
     "[--commit-interval-ms N (0 = sync every op)] [--lease-ms N (0 = no metadata leases)] "
-    "[--transport=auto|tcp|rdma]";
+    "[--transport=auto|tcp|rdma] [--max-inflight-mib N]";
 
 struct Flags {
   std::string data;
@@ -46,6 +46,7 @@ struct Flags {
   int64_t commit_interval_ms = kDefaultCommitIntervalMs;
   rpc::TransportMode transport = rpc::TransportMode::kAuto;
   int64_t lease_ms = 5000;  // metadata leases (mds/lease/lease_table.h)
+  int64_t max_inflight_mib = 256;  // memory budget of requests + replies (rpc.h ServerOptions)
 };
 
 [[noreturn]] void UsageError(const std::string& why) {
@@ -89,6 +90,9 @@ Flags ParseFlags(int argc, char** argv) {
       f.commit_interval_ms = ParseMs(a, v, /*zero_ok=*/true);
     } else if (a == "--lease-ms") {
       f.lease_ms = std::strcmp(v, "0") == 0 ? 0 : ParseMs(a, v);
+    } else if (a == "--max-inflight-mib") {
+      f.max_inflight_mib = ParseMs(a, v);  // a positive integer, like the ms flags
+      if (f.max_inflight_mib > (1 << 20)) UsageError("bad value for " + a);
     } else if (a == "--transport") {
       if (!rpc::ParseTransportMode(v, &f.transport)) UsageError("bad value for --transport");
     } else {
@@ -186,6 +190,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   sopts.port = port;
   sopts.io_threads = 2;
   sopts.worker_threads = 8;
+  sopts.max_inflight_bytes = static_cast<uint64_t>(flags.max_inflight_mib) << 20;
   auto server = rpc::Listeners::Start(sopts, &service, flags.transport);
   if (!server.ok()) {
     LOG_ERROR("listening on " << flags.listen << ": " << server.status().ToString());

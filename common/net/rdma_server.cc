@@ -9,6 +9,15 @@
 // reply SEND on the same QP. A request whose remote bulk fails its crc gets a
 // kFlagBulkBad reply (the client re-registers and re-sends); any other bad
 // frame closes that connection with a logged reason.
+//
+// Memory: NOT yet bounded by the byte budget the TCP server applies
+// (ServerOptions::max_inflight_bytes, common/rpc/admission.h). The pre-posted
+// receive buffers bound only the frames being reassembled; every request's
+// remote bulk is then RDMA-READ into a vector of its own size and queued for
+// the workers without a limit, so a client can have the server allocate as
+// much as it posts. To bound it, PullBulk/Dispatch would take an
+// AdmissionBudget ticket first and, while over budget, park the frame on its
+// connection (wake = Poller::Run) and stop returning receive credits.
 #include <atomic>
 #include <condition_variable>
 #include <deque>

@@ -8,6 +8,15 @@
 // coroutine drains the reply queue with gathered writes (header, payload and
 // bulk as separate buffers: bulk is never copied).
 //
+// Memory: each request is admitted against the server's byte budget
+// (common/rpc/admission.h) after its header and payload are read and before
+// its bulk is allocated; while it does not fit, the connection's read loop
+// waits (the socket is not read, so TCP slows the client). The admission
+// ticket rides with the ReplyFn and then the reply frame, and is released once
+// the reply has been written (or the call is dropped). A server therefore
+// holds at most the budget in requests and replies, plus one payload
+// (<= kMaxPayload, in practice < 1 KiB) per connection waiting for admission.
+//
 // A frame that fails validation (magic, version, crc, sizes, kind) closes that
 // connection with a logged reason; every other connection keeps being served.
 #include <atomic>
@@ -19,6 +28,7 @@
 #include "common/log.h"
 #include "common/net/asio.h"
 #include "common/net/frame.h"
+#include "common/rpc/admission.h"
 #include "common/rpc/reply_gate.h"
 #include "common/rpc/rpc.h"
 
@@ -38,18 +48,21 @@ struct OutFrame {
   uint8_t header[net::kHeaderSize];
   std::string payload;
   std::vector<uint8_t> bulk;
+  std::shared_ptr<AdmissionBudget::Ticket> ticket;  // released once written
 };
 
 class ServerConn : public std::enable_shared_from_this<ServerConn> {
  public:
   ServerConn(TcpServer* server, tcp::socket sock, std::string peer)
-      : server_(server), sock_(std::move(sock)), peer_(std::move(peer)) {}
+      : server_(server), sock_(std::move(sock)), peer_(std::move(peer)),
+        wake_(sock_.get_executor()) {}
 
   void Start() {
     asio::co_spawn(sock_.get_executor(), ReadLoop(shared_from_this()), asio::detached);
   }
   // Thread-safe: may be called from any thread.
-  void SendReply(uint16_t service, uint64_t request_id, Reply reply);
+  void SendReply(uint16_t service, uint64_t request_id, Reply reply,
+                 std::shared_ptr<AdmissionBudget::Ticket> ticket);
   void CloseAsync() {
     asio::post(sock_.get_executor(), [self = shared_from_this()] { self->Close("server stopping"); });
   }
@@ -57,6 +70,8 @@ class ServerConn : public std::enable_shared_from_this<ServerConn> {
  private:
   awaitable<void> ReadLoop(std::shared_ptr<ServerConn> self);
   awaitable<void> WriteLoop(std::shared_ptr<ServerConn> self);
+  // Waits until `cost` bytes fit the budget; null if the connection closed.
+  awaitable<std::shared_ptr<AdmissionBudget::Ticket>> Admit(uint64_t cost);
   void Close(const std::string& why);  // on strand
 
   TcpServer* server_;
@@ -65,6 +80,8 @@ class ServerConn : public std::enable_shared_from_this<ServerConn> {
   std::deque<std::shared_ptr<OutFrame>> outq_;  // strand only
   bool writing_ = false;                          // strand only
   bool closed_ = false;                           // strand only
+  asio::steady_timer wake_;  // strand only: Admit waits on it, a grant cancels it
+  std::shared_ptr<AdmissionBudget::Account> account_ = std::make_shared<AdmissionBudget::Account>();
 };
 
 class TcpServer final : public Server {
@@ -80,6 +97,11 @@ class TcpServer final : public Server {
   Handler* handler() const { return handler_; }
   asio::thread_pool& workers() { return workers_; }
   const std::shared_ptr<ReplyGate>& gate() const { return gate_; }
+  AdmissionBudget& budget() { return *budget_; }
+  AdmissionStats admission_stats() const override {
+    auto s = budget_->stats();
+    return {s.in_flight, s.peak, s.waits};
+  }
   void Forget(ServerConn* c) {
     std::lock_guard<std::mutex> l(mu_);
     for (auto it = conns_.begin(); it != conns_.end(); ++it) {
@@ -99,6 +121,8 @@ class TcpServer final : public Server {
   tcp::acceptor acceptor_;
   asio::thread_pool workers_;
   std::shared_ptr<ReplyGate> gate_ = std::make_shared<ReplyGate>();
+  std::shared_ptr<AdmissionBudget> budget_ = std::make_shared<AdmissionBudget>(
+      opts_.max_inflight_bytes, opts_.max_inflight_bytes_per_conn);
   std::vector<std::thread> io_threads_;
   uint16_t port_ = 0;
   std::atomic<bool> stopped_{false};
@@ -124,9 +148,17 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
     req->service = h->service;
     req->peer = peer_;
     req->payload.resize(h->payload_len);
+    co_await asio::async_read(sock_, asio::buffer(req->payload), redirect_error(use_awaitable, ec));
+    if (ec) {
+      Close("truncated frame: " + ec.message());
+      co_return;
+    }
+    uint64_t cost = AdmissionBudget::kCallOverhead + h->payload_len + h->bulk_len +
+                    server_->handler()->ReplyBulkHint(req->payload);
+    std::shared_ptr<AdmissionBudget::Ticket> ticket = co_await Admit(cost);
+    if (!ticket) co_return;  // closed while waiting
     req->bulk.resize(h->bulk_len);
-    std::array<asio::mutable_buffer, 2> body = {asio::buffer(req->payload), asio::buffer(req->bulk)};
-    co_await asio::async_read(sock_, body, redirect_error(use_awaitable, ec));
+    co_await asio::async_read(sock_, asio::buffer(req->bulk), redirect_error(use_awaitable, ec));
     if (ec) {
       Close("truncated frame: " + ec.message());
       co_return;
@@ -140,10 +172,13 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
     // The ReplyFn holds the connection weakly: a held call must not keep a
     // closed connection (and its socket) alive past the server.
     std::weak_ptr<ServerConn> weak = self;
-    ReplyFn done = [weak, gate = server_->gate(), service = req->service,
-                    id = h->request_id](Reply reply) {
+    // It moves the ticket on to the reply frame; dropped unanswered, the
+    // ReplyFn's last copy releases it.
+    ReplyFn done = [weak, gate = server_->gate(), service = req->service, id = h->request_id,
+                    ticket = std::move(ticket)](Reply reply) mutable {
+      auto t = std::move(ticket);
       gate->RunIfOpen([&] {
-        if (auto conn = weak.lock()) conn->SendReply(service, id, std::move(reply));
+        if (auto conn = weak.lock()) conn->SendReply(service, id, std::move(reply), std::move(t));
       });
     };
     asio::post(server_->workers(), [self, req, done = std::move(done)]() mutable {
@@ -152,10 +187,38 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
   }
 }
 
-void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply) {
+awaitable<std::shared_ptr<AdmissionBudget::Ticket>> ServerConn::Admit(uint64_t cost) {
+  auto w = std::make_shared<AdmissionBudget::Waiter>();
+  w->account = account_;
+  w->cost = cost;
+  std::weak_ptr<ServerConn> weak = shared_from_this();
+  w->wake = [weak] {
+    if (auto c = weak.lock()) asio::post(c->sock_.get_executor(), [c] { c->wake_.cancel(); });
+  };
+  AdmissionBudget& budget = server_->budget();
+  if (auto t = budget.TryAcquire(w)) co_return t;
+  // A grant posts wake_.cancel() to this strand, which runs only once this
+  // coroutine is suspended in async_wait; a stale cancel only wakes us early.
+  while (!closed_) {
+    wake_.expires_at(asio::steady_timer::time_point::max());
+    boost::system::error_code ec;
+    co_await wake_.async_wait(redirect_error(use_awaitable, ec));
+    if (auto t = budget.TakeGrant(w)) co_return t;
+  }
+  budget.Cancel(w);
+  co_return nullptr;
+}
+
+void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
+                           std::shared_ptr<AdmissionBudget::Ticket> ticket) {
   auto f = std::make_shared<OutFrame>();
   f->payload = std::move(reply.payload);
   f->bulk = std::move(reply.bulk);
+  // A reply larger than announced (no ReplyBulkHint) is charged now, so the
+  // read loop admits less until it is written.
+  uint64_t bytes = AdmissionBudget::kCallOverhead + f->payload.size() + f->bulk.size();
+  if (ticket && bytes > ticket->bytes()) ticket->Grow(bytes - ticket->bytes());
+  f->ticket = std::move(ticket);
   net::FrameHeader h;
   h.kind = net::FrameKind::kResponse;
   h.service = service;
@@ -206,6 +269,7 @@ void ServerConn::Close(const std::string& why) {
   boost::system::error_code ec;
   sock_.shutdown(tcp::socket::shutdown_both, ec);
   sock_.close(ec);
+  wake_.cancel();  // an Admit waiting for budget gives up
   outq_.clear();
   server_->Forget(this);
 }
@@ -271,6 +335,7 @@ void TcpServer::Stop() {
   io_.stop();
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
+  budget_->Shutdown();  // no grant wakes a connection of a stopped io_context
   std::lock_guard<std::mutex> l(mu_);
   conns_.clear();
 }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -62,6 +63,11 @@ class Handler {
     Handle(req, &reply);
     done(std::move(reply));
   }
+  // At most how many bytes of reply bulk this request will produce, from its
+  // payload alone. The server counts them against its memory budget from
+  // admission until the reply is written. Runs on an I/O thread before the
+  // request's bulk is read: keep it cheap. Default: none.
+  virtual uint64_t ReplyBulkHint(std::string_view /*payload*/) { return 0; }
 };
 
 struct ServerOptions {
@@ -69,6 +75,19 @@ struct ServerOptions {
   uint16_t port = 0;          // 0 = pick a free port
   int io_threads = 1;
   int worker_threads = 4;
+  // Memory budget (common/rpc/admission.h): bytes of requests and their
+  // replies in flight, from admission (before a request's bulk is read) until
+  // the reply is written. Over budget a connection's reads pause. A single
+  // request larger than a budget is served when nothing else of it is in flight.
+  uint64_t max_inflight_bytes = 256ull << 20;           // the whole server
+  uint64_t max_inflight_bytes_per_conn = 64ull << 20;   // each connection
+};
+
+// What the memory budget has seen (for tests and logs).
+struct AdmissionStats {
+  uint64_t in_flight = 0;  // bytes admitted now
+  uint64_t peak = 0;       // most bytes ever admitted at once
+  uint64_t waits = 0;      // requests whose admission had to wait
 };
 
 class Server {
@@ -77,6 +96,7 @@ class Server {
   virtual uint16_t port() const = 0;
   // Stops accepting, closes connections, waits for running handlers. Idempotent.
   virtual void Stop() = 0;
+  virtual AdmissionStats admission_stats() const { return {}; }
 };
 
 // Starts a TCP server. REQUIRES: handler outlives the server.

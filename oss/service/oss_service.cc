@@ -94,6 +94,13 @@ ObjectStore* OssService::Find(uint32_t ost) const {
   return it == targets_->end() ? nullptr : it->second;
 }
 
+uint64_t OssService::ReplyBulkHint(std::string_view payload) {
+  OssRequest oreq;
+  if (!oreq.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return 0;
+  if (oreq.op_case() != OssRequest::kRead || oreq.read().length() > kMaxIo) return 0;
+  return oreq.read().length();
+}
+
 void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
   OssRequest oreq;
   OssResponse resp;

@@ -40,6 +40,9 @@ class OssService : public rpc::Handler {
   void SetTargets(Targets targets);
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
+  // A read's length (its reply bulk), so the server's memory budget counts it
+  // from admission on (rpc.h).
+  uint64_t ReplyBulkHint(std::string_view payload) override;
 
  private:
   ObjectStore* Find(uint32_t ost) const;
