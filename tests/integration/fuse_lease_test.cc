@@ -3,8 +3,10 @@
 // attributes for the MDS's lease; a change through another mount must be
 // visible there as soon as the changing syscall returned (chmod, truncate,
 // unlink, rename over it); a mount that stops answering (SIGSTOP) delays a
-// change only until its lease runs out; and after an MDS restart, whose lease
-// table starts empty, a change is still seen by the other mount.
+// change only until its lease runs out, and so do two mounts that wait for
+// each other's directory lock; after an MDS restart, whose lease table starts
+// empty, a change is still seen by the other mount; a libsfs client's
+// invalidation handler has run before the other client's unlink returns.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
