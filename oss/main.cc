@@ -215,12 +215,13 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
 int main(int argc, char** argv) {
   using namespace sfs::oss;
   sfs::SetLogTag("oss");
-  // Bulk buffers (>= 256 KiB) come from mmap and go back on free, so the RSS
-  // follows the bytes the admission budget lets in. With glibc's default
-  // (a threshold that rises to 1 MiB after the first free) each worker
-  // thread's arena kept its own peak: measured budget + ~100 MiB instead of
-  // budget + ~8 MiB (overload_memory_test OssBudgetTest).
-  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  // One malloc arena, so the RSS follows the bytes the admission budget lets
+  // in: with glibc's default (an arena per thread, up to 8 x cores) each
+  // worker's arena kept its own peak of 1 MiB bulk buffers, and an OSS with a
+  // 256 MiB budget peaked at 350-570 MiB instead of ~265 (overload_memory_test
+  // OssBudgetTest). Allocations are one per request and small: no contention
+  // was measurable (docs/benchmarks.md). MALLOC_ARENA_MAX set by the operator wins.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 1);
   Flags flags;
   if (!ParseFlags(argc, argv, &flags)) {
     std::fprintf(stderr, "%s\n", kUsage);
