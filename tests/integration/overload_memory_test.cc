@@ -17,12 +17,12 @@
 //   max_threads x 2 MiB = 128 MiB, plus a fixed part.
 // - An sfs-oss holds, per request in flight, its request bulk (a write) or
 //   its reply bulk (a read), at most 1 MiB from libsfs (Striper::kMaxPiece;
-//   the protocol allows 64 MiB). The TCP server reads every request that
-//   arrives and queues it for its workers without a limit of its own, so the
-//   OSS bound is what its clients can have in flight: one FUSE request is at
-//   most 1 MiB of bulk in all, so per client max_threads x 1 MiB = 64 MiB,
-//   plus a fixed part. With C mounts it is C x 64 MiB: the server does not
-//   bound it (see docs/benchmarks.md).
+//   the protocol allows 64 MiB). What its clients can have in flight: one
+//   FUSE request is at most 1 MiB of bulk in all, so per mount max_threads x
+//   1 MiB = 64 MiB, plus a fixed part. The server caps it on its own too
+//   (common/rpc/admission.h): at most 64 MiB per connection and 256 MiB per
+//   server (--max-inflight-mib) are admitted at once, whatever the number of
+//   clients; OssBudgetTest below drives one OSS past that.
 // - sfs-mds carries no file data: LevelDB's memtables (16 MiB write buffer,
 //   two at a time), its 8 MiB block cache, the reply cache (65536 records)
 //   and payloads of at most 4 MiB per request in flight.
@@ -44,6 +44,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -434,6 +435,100 @@ TEST_P(OverloadMemoryTest, SixtyFourTasksThroughOneMountWithAStalledOssAllFinish
 }
 
 INSTANTIATE_TEST_SUITE_P(MaxThreads, OverloadMemoryTest, ::testing::Values(64, 8));
+
+// The OSS's own memory budget (rpc.h ServerOptions; sfs-oss --max-inflight-mib,
+// default 256 MiB per server and 64 MiB per connection): 8 libsfs clients x 8
+// threads = 64 tasks each write, then read back, one 16 MiB block in a single
+// call (16 RPCs of 1 MiB in flight per call), 1 GiB offered to the one OSS at
+// once, while it is stopped; once let go it admits at most its budget (bulk
+// of writes, and of reads through OssService::ReplyBulkHint), so its VmHWM
+// stays under the budget plus the fixed part.
+constexpr int kBudgetClients = 8;
+constexpr int kBudgetTasks = 64;
+constexpr size_t kBudgetCall = 16 << 20;
+constexpr uint64_t kOssBudget = 256 * kMiB;
+constexpr uint64_t kOssBudgetBound = kOssBudget + kFixed;
+
+class OssBudgetTest : public ClusterPerTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o;
+    o.name = "budget";
+    o.num_oss = 1;
+    o.ost_timeout_ms = 120000;  // no heartbeats while stopped
+    return o;
+  }
+  // Stops the OSS, starts op(t) on every task, lets the OSS go once every
+  // task is inside its call, and waits for all. Returns the tasks' errors.
+  std::string AllAgainstAStoppedOss(pid_t oss, const std::function<std::string(int)>& op) {
+    EXPECT_TRUE(cluster().KillOss(0, SIGSTOP).ok());
+    EXPECT_TRUE(PollUntil([&] { return AllThreadsStopped(oss); }, milliseconds(20000),
+                          milliseconds(1)));
+    std::atomic<int> entered{0};
+    std::vector<std::string> errors(kBudgetTasks);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kBudgetTasks; ++t) {
+      threads.emplace_back([&, t] {
+        entered++;
+        errors[t] = op(t);
+      });
+    }
+    EXPECT_TRUE(PollUntil([&] { return entered == kBudgetTasks; }, milliseconds(20000)));
+    EXPECT_TRUE(cluster().KillOss(0, SIGCONT).ok());
+    for (auto& th : threads) th.join();
+    std::string all;
+    for (int t = 0; t < kBudgetTasks; ++t) {
+      if (!errors[t].empty()) all += "task " + std::to_string(t) + ": " + errors[t] + "\n";
+    }
+    return all;
+  }
+};
+
+TEST_F(OssBudgetTest, SixtyFourTasksOfferingTwiceItsBudgetKeepTheOssUnderItsBudgetPlusTheFixedPart) {
+  pid_t oss = PidOf("sfs-oss", cluster().ost_dir(0));
+  ASSERT_GT(oss, 0);
+  std::vector<std::unique_ptr<client::Client>> clients;
+  for (int i = 0; i < kBudgetClients; ++i) {
+    auto c = cluster().Connect(milliseconds(120000));  // latency grows; nothing may fail
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    clients.push_back(std::move(*c));
+  }
+  std::vector<std::shared_ptr<client::File>> files(kBudgetTasks);
+  std::vector<std::vector<uint8_t>> bufs(kBudgetTasks, std::vector<uint8_t>(kBudgetCall));
+  for (int t = 0; t < kBudgetTasks; ++t) {
+    client::Client& c = *clients[t % kBudgetClients];
+    client::Attr attr;
+    auto f = c.Create(kRoot, 1, "b" + std::to_string(t), 0644, O_CREAT | O_RDWR, &attr);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    files[t] = *f;
+    Fill(t, 0, bufs[t]);
+  }
+  std::string errors = AllAgainstAStoppedOss(oss, [&](int t) -> std::string {
+    auto n = clients[t % kBudgetClients]->Write(*files[t], 0, bufs[t]);
+    return n.ok() ? "" : "write: " + n.status().ToString();
+  });
+  EXPECT_EQ(errors, "");
+  uint64_t after_writes = StatusKb(oss, "VmHWM");
+  errors = AllAgainstAStoppedOss(oss, [&](int t) -> std::string {
+    std::fill(bufs[t].begin(), bufs[t].end(), 0);
+    auto n = clients[t % kBudgetClients]->Read(*files[t], 0, bufs[t]);
+    if (!n.ok() || *n != kBudgetCall) return "read: " + (n.ok() ? "short" : n.status().ToString());
+    int64_t bad = FirstWrong(t, 0, bufs[t]);
+    return bad < 0 ? "" : "WRONG DATA at byte " + std::to_string(bad);
+  });
+  EXPECT_EQ(errors, "");
+  uint64_t hwm = StatusKb(oss, "VmHWM");
+  std::printf("sfs-oss VmHWM %.1f MiB after the writes, %.1f after the reads (bound %.0f = budget "
+              "%.0f + fixed %.0f; offered %.0f at once)\n",
+              after_writes / double(kMiB), hwm / double(kMiB), kOssBudgetBound / double(kMiB),
+              kOssBudget / double(kMiB), kFixed / double(kMiB),
+              kBudgetTasks * kBudgetCall / double(kMiB));
+  EXPECT_GT(hwm, 0u);
+  EXPECT_LE(hwm, kOssBudgetBound);
+  for (int t = 0; t < kBudgetTasks; ++t) {
+    EXPECT_TRUE(clients[t % kBudgetClients]->Close(files[t]).ok());
+  }
+}
 
 }  // namespace
 }  // namespace sfs::testing
