@@ -28,8 +28,8 @@
 //   applied gets no lease (libsfs) and the kernel drops attributes that
 //   arrive after an inode invalidation (attr_version), so a stale answer is
 //   never cached. Two mounts each unlinking in one directory a file the other
-//   holds a lease on wait for each other's directory lock until the leases
-//   run out (at most lease + margin): slow, never wrong.
+//   holds a lease on would wait for each other's directory lock; the MDS
+//   breaks such wait cycles (docs/protocol.md, "Metadata leases").
 // - Everything else (files, symlinks, devices; regular files with leases off):
 //   entries and attributes live
 //   file_entry_timeout / file_attr_timeout, 0 by default. So every open and

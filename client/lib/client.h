@@ -276,8 +276,9 @@ class Client {
   uint64_t client_id() const;
 
   // Metadata leases: iff Options::leases, starts the thread that long-polls
-  // the MDS and calls fn for each invalidation (on that thread, in order; the
-  // MDS takes it as applied once fn returned). No reply carries a lease
+  // the MDS and calls fn for each invalidation (on that thread; the MDS takes
+  // a batch as applied once fn returned for all of it). Of each batch, fn
+  // first gets every inode's attributes alone (parent 0), then the names. No reply carries a lease
   // before this call. REQUIRES: called at most once.
   void WatchInvalidations(InvalidationFn fn);
 

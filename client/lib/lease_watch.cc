@@ -48,7 +48,16 @@ void LeaseWatch::Loop() {
     }
     if (!batch->items.empty()) {
       mds_->NoteInvalidation();
-      for (const Invalidation& item : batch->items) handler_(item);
+      // Attributes first, for every item: dropping them takes no lock in the
+      // kernel, whereas a name's invalidation waits for its directory's lock,
+      // which a change of our own in that directory may hold while the MDS
+      // waits (without us, to break the cycle) for another client. Once an
+      // inode's attributes are gone, a path through its stale name asks the
+      // MDS and learns ESTALE, then looks the name up again.
+      for (const Invalidation& item : batch->items) handler_(Invalidation{item.ino, 0, {}});
+      for (const Invalidation& item : batch->items) {
+        if (item.parent != 0) handler_(item);
+      }
     }
     ack = batch->seq;  // sent with the next poll: after every handler returned
   }

@@ -93,6 +93,7 @@ void LeaseTable::Revoke(uint64_t requester, std::vector<LeaseInval> items,
     int64_t now = now_();
     ++tick_;
     Pending p;
+    p.requester = requester;
     p.not_before = now < grace_end_ ? grace_end_ : 0;
     for (const LeaseInval& item : items) {
       InoState& st = inos_[item.ino];
@@ -107,15 +108,17 @@ void LeaseTable::Revoke(uint64_t requester, std::vector<LeaseInval> items,
         h = st.holders.erase(h);
       }
     }
+    for (const Wait& w : p.waits) {
+      ClientState& cs = clients_[w.client];
+      if (cs.held) AnswerWatch(cs, now, &calls);
+    }
+    // Break wait cycles (lease_table.h): the items are sent either way.
+    std::erase_if(p.waits, [&](const Wait& w) { return WaitsOn(w.client, requester, now); });
     if (p.waits.empty() && p.not_before == 0) {
       calls.push_back(std::move(done));
     } else {
       p.done = std::move(done);
       pending_.push_back(std::move(p));
-      for (const Wait& w : pending_.back().waits) {
-        ClientState& cs = clients_[w.client];
-        if (cs.held) AnswerWatch(cs, now, &calls);
-      }
       cv_.notify_all();
     }
   }
@@ -153,6 +156,28 @@ bool LeaseTable::Satisfied(const Wait& w, int64_t now) {
   if (w.deadline <= now) return true;
   auto c = clients_.find(w.client);
   return c == clients_.end() || c->second.acked >= w.seq;
+}
+
+// Whether client `from` has a change waiting, directly or through the
+// holders it waits for, on an ack from `target`.
+bool LeaseTable::WaitsOn(uint64_t from, uint64_t target, int64_t now) {
+  std::vector<uint64_t> todo{from};
+  std::vector<uint64_t> seen;
+  while (!todo.empty()) {
+    uint64_t c = todo.back();
+    todo.pop_back();
+    if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+    seen.push_back(c);
+    for (const Pending& p : pending_) {
+      if (p.requester != c) continue;
+      for (const Wait& w : p.waits) {
+        if (Satisfied(w, now)) continue;
+        if (w.client == target) return true;
+        todo.push_back(w.client);
+      }
+    }
+  }
+  return false;
 }
 
 void LeaseTable::CompletePending(int64_t now, Calls* out) {

@@ -18,6 +18,16 @@
 // invalidate it). Callers take Tick() before reading the namespace and pass it
 // to Grant(); Grant() refuses if I was revoked after that tick.
 //
+// Wait cycles: a holder acks only after its kernel applied the invalidation,
+// and notify_inval_entry needs the parent directory's lock. If the holder's
+// own change in that directory (which holds the lock in its kernel) is waiting
+// here for the requester's ack, neither can ack: two mounts unlinking, in one
+// directory, files the other caches would each wait out the other's lease.
+// So a revocation does not wait on a holder that (through the revocations it
+// waits for) already waits on the requester: the invalidation is still
+// queued and sent, and the holder applies it as soon as its own change
+// returns — a window of one round trip instead of a lease period.
+//
 // Restart: the table is not persistent, but clients may still hold leases of
 // the previous MDS instance. Revocations are held until start + grace_ms
 // (default lease_ms + margin_ms), after which every old lease has expired.
@@ -124,6 +134,7 @@ class LeaseTable {
     int64_t deadline;
   };
   struct Pending {
+    uint64_t requester = 0;
     std::vector<Wait> waits;
     int64_t not_before = 0;
     std::function<void()> done;
@@ -136,6 +147,7 @@ class LeaseTable {
   void AnswerWatch(ClientState& cs, int64_t now, Calls* out);
   void CompletePending(int64_t now, Calls* out);
   bool Satisfied(const Wait& w, int64_t now);
+  bool WaitsOn(uint64_t from, uint64_t target, int64_t now);
   void DropMoot(ClientState& cs, int64_t now);
   void Sweep(int64_t now);
   int64_t NextDeadline();

@@ -94,6 +94,48 @@ TEST_F(LeaseTableTest, ASilentHolderDelaysARevocationOnlyUntilItsLeaseEnds) {
   EXPECT_EQ(table_.PendingRevocations(), 0u);
 }
 
+TEST_F(LeaseTableTest, TwoClientsRevokingEachOthersLeasesDoNotWaitOutTheLease) {
+  // A and B each cache a file the other is about to unlink in one directory;
+  // each holds that directory's lock in its kernel until its change returns,
+  // so neither could ack the other's invalidation.
+  std::optional<Polled> a, b;
+  Poll(table_, kA, 0, &a);
+  Poll(table_, kB, 0, &b);
+  ASSERT_GT(table_.Grant(kA, 10, table_.Tick()), 0u);
+  ASSERT_GT(table_.Grant(kB, 20, table_.Tick()), 0u);
+  bool b_done = false, a_done = false;
+  table_.Revoke(kB, {{10, 1, "x"}}, [&] { b_done = true; });  // B unlinks x, A caches it
+  EXPECT_FALSE(b_done);
+  table_.Revoke(kA, {{20, 1, "y"}}, [&] { a_done = true; });  // A unlinks y, B caches it
+  EXPECT_TRUE(a_done) << "A must not wait on B, which waits on A";
+  ASSERT_TRUE(b.has_value()) << "B is still told to forget y";
+  ASSERT_EQ(b->items.size(), 1u);
+  EXPECT_EQ(b->items[0].name, "y");
+  EXPECT_FALSE(b_done) << "B still waits for A's ack";
+  ASSERT_TRUE(a.has_value());
+  std::optional<Polled> a2;
+  Poll(table_, kA, a->seq, &a2);  // A's change returned, its kernel applied x
+  EXPECT_TRUE(b_done);
+}
+
+TEST_F(LeaseTableTest, AHolderWaitingOnSomeoneElseIsStillWaitedFor) {
+  constexpr uint64_t kC = 3;
+  std::optional<Polled> a, b, c;
+  Poll(table_, kA, 0, &a);
+  Poll(table_, kB, 0, &b);
+  Poll(table_, kC, 0, &c);
+  ASSERT_GT(table_.Grant(kC, 10, table_.Tick()), 0u);
+  ASSERT_GT(table_.Grant(kB, 20, table_.Tick()), 0u);
+  table_.Revoke(kB, {{10, 0, ""}}, [] {});  // B waits on C (silent)
+  bool a_done = false;
+  table_.Revoke(kA, {{20, 0, ""}}, [&] { a_done = true; });
+  EXPECT_FALSE(a_done) << "B does not wait on A: no cycle, so A waits for B's ack";
+  ASSERT_TRUE(b.has_value());
+  std::optional<Polled> b2;
+  Poll(table_, kB, b->seq, &b2);
+  EXPECT_TRUE(a_done);
+}
+
 TEST_F(LeaseTableTest, UnackedInvalidationsAreSentAgain) {
   std::optional<Polled> b;
   Poll(table_, kB, 0, &b);
