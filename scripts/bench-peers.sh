@@ -17,7 +17,8 @@
 # two-client check on every system: a second, independent client mount (DIR/mnt/NAME.2),
 # a strided shared file written with even tasks through one mount and odd tasks through
 # the other, read back and verified through the other mount, cache warm, 3
-# times; its passes and failures ("FAIL: reason") are rows of the table.
+# times; its passes and failures ("FAIL: reason") are rows of the table. The four-client
+# check does the same with four independent clients (DIR/mnt/NAME.2 .. .4), one task each.
 # Every daemon and FUSE client runs inside a network namespace of this
 # script's own, which has only `lo` (plus 192.0.2.1/32 on it for MooseFS), so no
 # traffic can leave the machine. A peer that fails to set up is reported in the table
@@ -171,10 +172,11 @@ pid_of_mount() {
 
 # run_peer NAME: sets NAME up, runs the suite on its mount, records the outcome.
 run_peer() {
-  local name=$1 mnt="$DIR/mnt/$1" t0=$SECONDS ok=1
+  local name=$1 mnt="$DIR/mnt/$1" t0=$SECONDS ok=1 k
   rm -rf "${RESULTS:?}/$name"; mkdir -p "$RESULTS/$name"
   # Start from empty, unmounted mount points (a failed run may have left files under them).
-  unmount_dir "$mnt.2"; unmount_dir "$mnt"; rm -rf "$mnt" "$mnt.2"; mkdir -p "$mnt" "$mnt.2"
+  for k in 2 3 4; do unmount_dir "$mnt.$k"; done
+  unmount_dir "$mnt"; rm -rf "$mnt" "$mnt".[234]; mkdir -p "$mnt" "$mnt.2" "$mnt.3" "$mnt.4"
   log "=== $name: setting up"
   # Run in the background and wait: a subshell started with `&` keeps `set -e`, one on
   # the left of `||` would not.
@@ -196,8 +198,9 @@ run_peer() {
   else
     echo "suite failed: $(cat "$RESULTS/$name/error" 2>/dev/null || echo see log)" >"$RESULTS/$name/status"
   fi
-  # The two-client check records its failures itself (RESULTS/NAME/two_K.status).
+  # The two- and four-client checks record their failures themselves (RESULTS/NAME/two_K.status).
   two_mount_check "$name" "$mnt"
+  four_mount_check "$name" "$mnt"
   log "$name: $(cat "$RESULTS/$name/status") after $((SECONDS - t0)) s"
   if [ $KEEP = 0 ]; then
     log "$name: tearing down"

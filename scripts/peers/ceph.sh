@@ -103,8 +103,9 @@ ceph_mount() {
   wait_for 30 "ceph-fuse mount ($name)" mountpoint -q "$1"
 }
 
-ceph_mount2() { ceph_mount "$1" client.bench2 ceph-fuse.2.pid; }
-ceph_umount2() { unmount_dir "$1"; kill_pidfile "$DIR/ceph/run/ceph-fuse.2.pid"; }
+# Extra clients (MNT.K) are client.benchK with their own pid file.
+ceph_mount2() { ceph_mount "$1" "client.bench${1##*.}" "ceph-fuse.${1##*.}.pid"; }
+ceph_umount2() { unmount_dir "$1"; kill_pidfile "$DIR/ceph/run/ceph-fuse.${1##*.}.pid"; }
 
 # A new ceph-fuse fails with EDOM ("Numerical argument out of domain") while the old one
 # is still flushing after the unmount: wait for it to be gone first.
@@ -123,7 +124,7 @@ ceph_kill() {
 
 ceph_teardown() {
   local mnt=$1 d="$DIR/ceph" f
-  ceph_umount2 "$mnt.2"
+  for f in 2 3 4; do ceph_umount2 "$mnt.$f"; done
   unmount_dir "$mnt"
   kill_pidfile "$d/run/ceph-fuse.pid"
   for f in "$d"/run/mds.*.pid "$d"/run/osd.*.pid "$d"/run/mgr.*.pid "$d"/run/mon.*.pid; do

@@ -42,12 +42,12 @@ fuse-passthrough_remount() {
   pt_start "$1" "$d/daemon.pid"
 }
 
-fuse-passthrough_mount2() { pt_start "$1" "$DIR/$PT_DIR_NAME/daemon2.pid"; }
-fuse-passthrough_umount2() { pt_stop "$1" "$DIR/$PT_DIR_NAME/daemon2.pid"; }
+fuse-passthrough_mount2() { pt_start "$1" "$DIR/$PT_DIR_NAME/daemon${1##*.}.pid"; }
+fuse-passthrough_umount2() { pt_stop "$1" "$DIR/$PT_DIR_NAME/daemon${1##*.}.pid"; }
 
 fuse-passthrough_teardown() {
   local mnt=$1 d="$DIR/$PT_DIR_NAME"
-  pt_stop "$mnt.2" "$d/daemon2.pid"
+  for k in 2 3 4; do pt_stop "$mnt.$k" "$d/daemon$k.pid"; done
   pt_stop "$mnt" "$d/daemon.pid"
   rm -rf "$d"
 }

@@ -40,12 +40,12 @@ glusterfs_mount() {
 }
 
 glusterfs_remount() { unmount_dir "$1"; glusterfs_mount "$1"; }
-glusterfs_mount2() { glusterfs_mount "$1" client2; }
+glusterfs_mount2() { glusterfs_mount "$1" "client${1##*.}"; }
 glusterfs_umount2() { unmount_dir "$1"; }
 
 glusterfs_teardown() {
   local mnt=$1 d="$DIR/glusterfs" f
-  unmount_dir "$mnt.2"
+  for f in 2 3 4; do unmount_dir "$mnt.$f"; done
   unmount_dir "$mnt"
   if [ -f "$d/glusterd.pid" ]; then
     gluster_cli volume stop "$GLUSTER_VOL" force || true

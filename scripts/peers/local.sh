@@ -4,6 +4,6 @@
 # Sourced by scripts/bench-peers.sh.
 
 local_setup() { rm -rf "${1:?}"; mkdir -p "$1"; }
-local_mount2() { mount --bind "${1%.2}" "$1" || fail "mount --bind failed"; }
+local_mount2() { mount --bind "${1%.*}" "$1" || fail "mount --bind failed"; }
 local_umount2() { umount "$1" 2>/dev/null || umount -l "$1" || true; }
-local_teardown() { local_umount2 "${1:?}.2"; rm -rf "${1:?}"; }
+local_teardown() { local k; for k in 2 3 4; do local_umount2 "${1:?}.$k"; done; rm -rf "${1:?}"; }

@@ -80,8 +80,8 @@ moosefs_mount2() { moosefs_mount "$1"; }
 moosefs_umount2() { unmount_dir "$1"; }
 
 moosefs_teardown() {
-  local mnt=$1 d="$DIR/moosefs" cfg
-  unmount_dir "$mnt.2"
+  local mnt=$1 d="$DIR/moosefs" cfg f
+  for f in 2 3 4; do unmount_dir "$mnt.$f"; done
   unmount_dir "$mnt"
   for cfg in "$d"/cs*/mfschunkserver.cfg; do
     [ -f "$cfg" ] && in_ns mfschunkserver -c "$cfg" stop || true

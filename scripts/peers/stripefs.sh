@@ -27,8 +27,8 @@ stripefs_mount2() { stripefs_mount "$1"; }
 stripefs_umount2() { unmount_dir "$1"; }
 
 stripefs_teardown() {
-  local mnt=$1 d="$DIR/sfs"
-  unmount_dir "$mnt.2"
+  local mnt=$1 d="$DIR/sfs" f
+  for f in 2 3 4; do unmount_dir "$mnt.$f"; done
   unmount_dir "$mnt"
   in_ns bash "$ROOT/scripts/cluster.sh" down --dir "$d" || true
   rm -rf "$d"

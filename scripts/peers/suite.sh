@@ -12,6 +12,9 @@
 # back (verified) what its neighbour wrote through the other mount, page cache warm.
 # TWO_RUNS runs, each in RESULTS/NAME/two_K.{json,err,status}; status is "ok" or
 # "FAIL: reason". A failure never stops the script: peers are expected to fail it.
+# The four-client check is the same with four independent clients (MNT, MNT.2, MNT.3,
+# MNT.4; NAME_mount2 mounts each extra one) and one task per client (issue 6's "shared-file
+# strided write with 4 mounts"), in RESULTS/NAME/four_K.*.
 #
 # CPU time per GiB moved (the CPU_STEPS steps): a peer that defines NAME_pids (lines
 # "client PID" / "server PID") has utime+stime of those processes read from /proc/PID/stat
@@ -128,6 +131,8 @@ run_suite() {
   step "$n" fpp_w "${io[@]}" -F -b $FPP_B -t 1M -w -e -k -o "$m/fpp" || ok=1
   cold "$n" "$m" || ok=1
   step "$n" fpp_r "${io[@]}" -F -b $FPP_B -t 1M -r --drop-caches -o "$m/fpp" || ok=1
+  # 4 KiB random write, fsync at the end (so write-back caches pay for what they hold).
+  step "$n" rand_w "${io[@]}" -F -b $RAND_B -t 4K -z -w -e -o "$m/randw" || ok=1
   # 4 KiB random read, cold, of files written with 1 MiB transfers.
   step "$n" rand_prep "${io[@]}" -F -b $RAND_B -t 1M -w -e -k -o "$m/rand" || ok=1
   cold "$n" "$m" || ok=1
@@ -142,76 +147,93 @@ run_suite() {
   step "$n" unal_r "${io[@]}" -b 47008 -t 47008 -s $UNAL_SEG -r -R -C --drop-caches -o "$m/unal" || ok=1
   # mdtest: files only, a directory per task.
   step "$n" md mdtest -a POSIX -np $NTASKS -n $MD_N -F -u -d "$m/md" || ok=1
-  rm -rf "${m:?}/md" "$m"/fpp.* "$m"/rand.* "$m/shared" "$m/unal" 2>/dev/null || true
+  rm -rf "${m:?}/md" "$m"/fpp.* "$m"/rand.* "$m"/randw.* "$m/shared" "$m/unal" 2>/dev/null || true
   return $ok
 }
 
-# two_reason K NAME RC: one line on why run K failed, from its stderr and JSON.
+# two_reason K NAME RC [KEY]: one line on why run K failed, from its stderr and JSON.
 two_reason() {
-  local k=$1 n=$2 rc=$3 line bad
+  local k=$1 n=$2 rc=$3 key=${4:-two} line bad
   if [ "$rc" = 124 ] || [ "$rc" = 130 ] || [ "$rc" = 137 ]; then
     echo "timed out after ${STEP_TIMEOUT}s"; return
   fi
-  line=$(grep -m1 -v 'more verify errors' "$RESULTS/$n/two_$k.err" 2>/dev/null |
+  line=$(grep -m1 -v 'more verify errors' "$RESULTS/$n/${key}_$k.err" 2>/dev/null |
     sed -e 's/^sfs-bench ior: //' -e "s|$DIR/mnt/||g" | cut -c1-150)
-  bad=$(jq -r '.verify_errors // 0' "$RESULTS/$n/two_$k.json" 2>/dev/null || echo 0)
+  bad=$(jq -r '.verify_errors // 0' "$RESULTS/$n/${key}_$k.json" 2>/dev/null || echo 0)
   [ "${bad:-0}" -gt 0 ] 2>/dev/null && line="$bad bad words; first: $line"
   echo "${line:-exit $rc, nothing on stderr}" | tr '|' '/'
 }
 
 # two_mount_check NAME MNT: the two-client check, TWO_RUNS times on the same file name
 # (so stale entries of a previous run are part of the test). Never fails.
-two_mount_check() {
-  local n=$1 m=$2 m2="$2.2" k rc
+two_mount_check() { mount_check "$1" "$2" 2 two; }
+# four_mount_check NAME MNT: the same with four clients, one task each.
+four_mount_check() { mount_check "$1" "$2" 4 four; }
+
+# mount_check NAME MNT NCLIENTS KEY: NCLIENTS-1 extra clients on MNT.2 ... (NAME_mount2),
+# then TWO_RUNS verified strided runs with the tasks spread over the clients round-robin,
+# each reading back its neighbour's blocks through another client. Never fails.
+mount_check() {
+  local n=$1 m=$2 nc=$3 key=$4 k rc j paths mounted=()
   local args=(ior -a POSIX -np $NTASKS -b 47008 -t 47008 -s $UNAL_SEG -w -W -e -r -R -C)
-  rm -f "$RESULTS/$n"/two_*
+  rm -f "$RESULTS/$n"/"${key}"_*
   if [ "$n" != local ] && ! mountpoint -q "$m"; then
-    for ((k = 1; k <= TWO_RUNS; k++)); do echo "FAIL: $m not mounted" >"$RESULTS/$n/two_$k.status"; done
+    for ((k = 1; k <= TWO_RUNS; k++)); do echo "FAIL: $m not mounted" >"$RESULTS/$n/${key}_$k.status"; done
     return 0
   fi
-  log "$n: two-client check: second mount on $m2"
-  if ! "${n}_mount2" "$m2" >>"$DIR/logs/$n.setup.log" 2>&1 || ! mountpoint -q "$m2"; then
-    log "$n: second mount failed (see $DIR/logs/$n.setup.log)"
-    for ((k = 1; k <= TWO_RUNS; k++)); do echo "FAIL: second mount failed" >"$RESULTS/$n/two_$k.status"; done
-    "${n}_umount2" "$m2" >>"$DIR/logs/$n.setup.log" 2>&1 || true
-    return 0
-  fi
+  paths="$m/$key"
+  for ((j = 2; j <= nc; j++)); do
+    log "$n: $key-client check: client $j on $m.$j"
+    if ! "${n}_mount2" "$m.$j" >>"$DIR/logs/$n.setup.log" 2>&1 || ! mountpoint -q "$m.$j"; then
+      log "$n: client $j failed to mount (see $DIR/logs/$n.setup.log)"
+      for ((k = 1; k <= TWO_RUNS; k++)); do echo "FAIL: mount $j failed" >"$RESULTS/$n/${key}_$k.status"; done
+      "${n}_umount2" "$m.$j" >>"$DIR/logs/$n.setup.log" 2>&1 || true
+      for j in "${mounted[@]}"; do "${n}_umount2" "$j" >>"$DIR/logs/$n.setup.log" 2>&1 || true; done
+      return 0
+    fi
+    mounted+=("$m.$j")
+    paths+=",$m.$j/$key"
+  done
   for ((k = 1; k <= TWO_RUNS; k++)); do
     rc=0
-    echo "$ $BENCH ${args[*]} -o $m/two,$m2/two --json   # two-client run $k" >>"$DIR/logs/$n.suite.log"
-    timeout -s INT -k 30 "$STEP_TIMEOUT" "$BENCH" "${args[@]}" -o "$m/two,$m2/two" --json \
-      >"$RESULTS/$n/two_$k.json" 2>"$RESULTS/$n/two_$k.err" || rc=$?
-    cat "$RESULTS/$n/two_$k.err" >>"$DIR/logs/$n.suite.log"
+    echo "$ $BENCH ${args[*]} -o $paths --json   # $key-client run $k" >>"$DIR/logs/$n.suite.log"
+    timeout -s INT -k 30 "$STEP_TIMEOUT" "$BENCH" "${args[@]}" -o "$paths" --json \
+      >"$RESULTS/$n/${key}_$k.json" 2>"$RESULTS/$n/${key}_$k.err" || rc=$?
+    cat "$RESULTS/$n/${key}_$k.err" >>"$DIR/logs/$n.suite.log"
     if [ $rc = 0 ]; then
-      echo ok >"$RESULTS/$n/two_$k.status"
+      echo ok >"$RESULTS/$n/${key}_$k.status"
     else
-      echo "FAIL: $(two_reason "$k" "$n" "$rc")" >"$RESULTS/$n/two_$k.status"
-      rm -f "$m/two" "$m2/two" 2>/dev/null || true  # what the failed run left
+      echo "FAIL: $(two_reason "$k" "$n" "$rc" "$key")" >"$RESULTS/$n/${key}_$k.status"
+      rm -f "$m/$key" 2>/dev/null || true  # what the failed run left
+      for j in "${mounted[@]}"; do rm -f "$j/$key" 2>/dev/null || true; done
     fi
-    log "$n: two-client run $k: $(cat "$RESULTS/$n/two_$k.status")"
+    log "$n: $key-client run $k: $(cat "$RESULTS/$n/${key}_$k.status")"
   done
-  "${n}_umount2" "$m2" >>"$DIR/logs/$n.setup.log" 2>&1 || log "$n: could not unmount $m2"
+  rm -f "$m/$key" 2>/dev/null || true
+  for j in "${mounted[@]}"; do
+    "${n}_umount2" "$j" >>"$DIR/logs/$n.setup.log" 2>&1 || log "$n: could not unmount $j"
+  done
   return 0
 }
 
-# two_cell NAME: "passes/runs", and the first failure's reason if any.
+# two_cell NAME [KEY]: "passes/runs", and the first failure's reason if any.
 two_cell() {
-  local k pass=0 runs=0 why="" s
+  local k pass=0 runs=0 why="" s key=${2:-two}
   for ((k = 1; k <= TWO_RUNS; k++)); do
-    [ -f "$RESULTS/$1/two_$k.status" ] || continue
-    s=$(cat "$RESULTS/$1/two_$k.status"); runs=$((runs + 1))
+    [ -f "$RESULTS/$1/${key}_$k.status" ] || continue
+    s=$(cat "$RESULTS/$1/${key}_$k.status"); runs=$((runs + 1))
     if [ "$s" = ok ]; then pass=$((pass + 1)); elif [ -z "$why" ]; then why=$s; fi
   done
   [ $runs = 0 ] && { echo "not run"; return; }
   echo "$pass/$runs${why:+; $why}"
 }
 
-# two_median NAME PHASE: the median bandwidth of PHASE over the passing runs, or empty.
+# two_median NAME PHASE [KEY]: the median bandwidth of PHASE over the passing runs, or empty.
 two_median() {
-  local k v=()
+  local k v=() key=${3:-two}
   for ((k = 1; k <= TWO_RUNS; k++)); do
-    [ "$(cat "$RESULTS/$1/two_$k.status" 2>/dev/null)" = ok ] || continue
-    v+=("$(jq -r --arg p "$2" '.phases[] | select(.phase == $p) | .bw_mib_s.mean' "$RESULTS/$1/two_$k.json")")
+    [ "$(cat "$RESULTS/$1/${key}_$k.status" 2>/dev/null)" = ok ] || continue
+    v+=("$(jq -r --arg p "$2" '.phases[] | select(.phase == $p) | .bw_mib_s.mean' "$RESULTS/$1/${key}_$k.json")")
   done
   [ ${#v[@]} = 0 ] && return 0
   printf '%s\n' "${v[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
@@ -223,6 +245,7 @@ two_median() {
 ROWS=(
   "fpp_w|file-per-process 1 MiB write, fsync (MiB/s)|fpp_w|write|bw"
   "fpp_r|file-per-process 1 MiB read, cold (MiB/s)|fpp_r|read|bw"
+  "rand_w|4 KiB random write, fsync at the end (ops/s)|rand_w|write|ops"
   "rand_r|4 KiB random read, cold (ops/s)|rand_r|read|ops"
   "shared_w|shared file N-1 strided 1 MiB write, verified (MiB/s)|shared_w|write|bw"
   "shared_r|shared file N-1 strided 1 MiB read, cold, verified (MiB/s)|shared_r|read|bw"
@@ -240,11 +263,14 @@ ROWS=(
   "two_p|two mounts: strided 47008-byte write / read through the other mount, warm, verified: passes of 3|two|-|pass"
   "two_w|two mounts: write (MiB/s, median of passing runs)|two|write|med"
   "two_r|two mounts: read through the other mount, warm, verified (MiB/s, median)|two|read|med"
+  "four_p|four mounts, one task each: strided 47008-byte write / read through another mount, verified: passes of 3|four|-|pass"
+  "four_w|four mounts: write (MiB/s, median of passing runs)|four|write|med"
+  "four_r|four mounts: read through another mount, warm, verified (MiB/s, median)|four|read|med"
 )
 
 # value NAME FILE PHASE FIELD: the phase's mean figure, or empty.
 value() {
-  [ "$4" = med ] && { two_median "$1" "$3"; return; }
+  [ "$4" = med ] && { two_median "$1" "$3" "$2"; return; }
   [ "$4" = pass ] && return 0
   if [ "$4" = cpu ]; then
     awk -v r="$3" '$1 == r { print $2 }' "$RESULTS/$1/$2.cpu" 2>/dev/null || true
@@ -304,7 +330,7 @@ print_table() {
         else line+=" – |"; fi
         continue
       fi
-      if [ "$field" = pass ]; then line+=" $(two_cell "$n") |"; continue; fi
+      if [ "$field" = pass ]; then line+=" $(two_cell "$n" "$file") |"; continue; fi
       v=$(value "$n" "$file" "$phase" "$field")
       if [ -n "$v" ]; then line+=" $(fmt_num "$v") |"
       elif [ "$field" = cpu ]; then line+=" – |"  # no such process, or not measured
