@@ -10,14 +10,16 @@
 // kFlagBulkBad reply (the client re-registers and re-sends); any other bad
 // frame closes that connection with a logged reason.
 //
-// Memory: NOT yet bounded by the byte budget the TCP server applies
-// (ServerOptions::max_inflight_bytes, common/rpc/admission.h). The pre-posted
-// receive buffers bound only the frames being reassembled; every request's
-// remote bulk is then RDMA-READ into a vector of its own size and queued for
-// the workers without a limit, so a client can have the server allocate as
-// much as it posts. To bound it, PullBulk/Dispatch would take an
-// AdmissionBudget ticket first and, while over budget, park the frame on its
-// connection (wake = Poller::Run) and stop returning receive credits.
+// Memory: the pre-posted receive buffers bound only the frames being
+// reassembled; each request's remote bulk is RDMA-READ into a vector of its
+// own size, so that alone would let a client make the server allocate as
+// much as it posts. Each request therefore takes the same byte budget as on
+// TCP (common/rpc/admission.h) before its bulk is pulled: a frame that does
+// not fit waits, with the frames behind it, in its connection's queue (its
+// payload only; the bulk stays at the client) until a reply frees budget. The
+// ticket is released once the reply is handed to the connection (a reply
+// bulk going by RDMA WRITE lives until the WRITE completes). Receive credits
+// keep flowing, so the queued payloads (small) are not bounded by the budget.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -27,6 +29,7 @@
 #include "common/net/rdma_conn.h"
 #include "common/net/rdma_mr_cache.h"
 #include "common/net/rdma_transport.h"
+#include "common/rpc/admission.h"
 #include "common/rpc/reply_gate.h"
 
 namespace sfs::rpc {
@@ -90,14 +93,27 @@ class RdmaServer final : public Server {
   Status Listen();
   uint16_t port() const override { return port_; }
   void Stop() override;
+  AdmissionStats admission_stats() const override {
+    auto s = budget_->stats();
+    return {s.in_flight, s.peak, s.waits};
+  }
 
  private:
+  using TicketPtr = std::shared_ptr<AdmissionBudget::Ticket>;
+  // Requests of one connection waiting for budget, in arrival order.
+  struct Admission {
+    std::shared_ptr<AdmissionBudget::Account> account = std::make_shared<AdmissionBudget::Account>();
+    std::deque<std::shared_ptr<StreamFrame>> pending;
+    std::shared_ptr<AdmissionBudget::Waiter> waiter;  // for pending.front(), if waiting
+  };
+  void Admit(rdma_cm_id* id);  // progress thread
+  void Start(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f, TicketPtr t);
   void OnCm(const CmEvent& e);  // progress thread
   void Accept(const CmEvent& e);
-  void OnFrame(const std::shared_ptr<Conn>& c, StreamFrame& f);
-  void PullBulk(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f);
+  void OnFrame(rdma_cm_id* id, const std::shared_ptr<Conn>& c, StreamFrame& f);
+  void PullBulk(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f, TicketPtr t);
   void Dispatch(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f,
-                std::vector<uint8_t> bulk);
+                std::vector<uint8_t> bulk, TicketPtr t);
   static void SendReply(const std::shared_ptr<Conn>& c, const StreamFrame& req, Reply reply);
   static void SendBulkBad(const std::shared_ptr<Conn>& c, const net::FrameHeader& req);
 
@@ -109,6 +125,9 @@ class RdmaServer final : public Server {
   std::atomic<bool> stopped_{false};
   // Connections by id; progress thread only.
   std::map<rdma_cm_id*, std::shared_ptr<Conn>> conns_;
+  std::map<rdma_cm_id*, Admission> admissions_;  // progress thread only
+  std::shared_ptr<AdmissionBudget> budget_ = std::make_shared<AdmissionBudget>(
+      opts_.max_inflight_bytes, opts_.max_inflight_bytes_per_conn);
   WorkerPool workers_;
   std::shared_ptr<ReplyGate> gate_ = std::make_shared<ReplyGate>();
 };
@@ -167,9 +186,15 @@ void RdmaServer::Accept(const CmEvent& e) {
     auto it = conns_.find(id);
     if (it == conns_.end()) return;
     auto c = it->second;
-    for (auto& f : frames) OnFrame(c, f);
+    for (auto& f : frames) OnFrame(id, c, f);
   };
-  hooks.on_closed = [this, id](const std::string&) { conns_.erase(id); };
+  hooks.on_closed = [this, id](const std::string&) {
+    conns_.erase(id);
+    auto it = admissions_.find(id);
+    if (it == admissions_.end()) return;
+    if (it->second.waiter) budget_->Cancel(it->second.waiter);
+    admissions_.erase(it);
+  };
   auto conn = Conn::Create(poller_.get(), id, peer, std::move(hooks));
   if (!conn.ok()) {
     LOG_WARN("rdma: cannot accept " << peer << ": " << conn.status().ToString());
@@ -186,27 +211,66 @@ void RdmaServer::Accept(const CmEvent& e) {
   (*conn)->MarkReady();
 }
 
-void RdmaServer::OnFrame(const std::shared_ptr<Conn>& c, StreamFrame& f) {
+void RdmaServer::OnFrame(rdma_cm_id* id, const std::shared_ptr<Conn>& c, StreamFrame& f) {
   using net::rdma::kFlagBulkRemote;
   if (f.header.kind != net::FrameKind::kRequest) {
     c->Close("response frame sent to a server");
     return;
   }
   auto sf = std::make_shared<StreamFrame>(std::move(f));
-  if (sf->header.flags & kFlagBulkRemote) {
-    if (sf->desc->out_len != sf->header.bulk_len || sf->header.bulk_len == 0) {
-      c->Close("bulk descriptor does not match the frame's bulk length");
-      return;
-    }
-    PullBulk(c, std::move(sf));
+  if ((sf->header.flags & kFlagBulkRemote) &&
+      (sf->desc->out_len != sf->header.bulk_len || sf->header.bulk_len == 0)) {
+    c->Close("bulk descriptor does not match the frame's bulk length");
     return;
   }
-  std::vector<uint8_t> bulk = std::move(sf->inline_bulk);
-  Dispatch(c, std::move(sf), std::move(bulk));
+  admissions_[id].pending.push_back(std::move(sf));
+  Admit(id);
+}
+
+// Starts the connection's pending requests in order while they fit the
+// budget; the first that does not waits, and a grant calls Admit again.
+void RdmaServer::Admit(rdma_cm_id* id) {
+  auto it = admissions_.find(id);
+  auto cit = conns_.find(id);
+  if (it == admissions_.end() || cit == conns_.end()) return;
+  Admission& a = it->second;
+  while (!a.pending.empty()) {
+    TicketPtr t;
+    if (a.waiter) {
+      t = budget_->TakeGrant(a.waiter);
+      if (!t) return;  // still waiting
+      a.waiter.reset();
+    } else {
+      const StreamFrame& f = *a.pending.front();
+      auto w = std::make_shared<AdmissionBudget::Waiter>();
+      w->account = a.account;
+      w->cost = AdmissionBudget::kCallOverhead + f.payload.size() + f.header.bulk_len +
+                handler_->ReplyBulkHint(f.payload);
+      w->wake = [this, id] { poller_->Post([this, id] { Admit(id); }); };
+      t = budget_->TryAcquire(w);
+      if (!t) {
+        a.waiter = std::move(w);
+        return;
+      }
+    }
+    auto f = std::move(a.pending.front());
+    a.pending.pop_front();
+    Start(cit->second, std::move(f), std::move(t));
+  }
+}
+
+void RdmaServer::Start(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f, TicketPtr t) {
+  if (f->header.flags & net::rdma::kFlagBulkRemote) {
+    PullBulk(c, std::move(f), std::move(t));
+    return;
+  }
+  std::vector<uint8_t> bulk = std::move(f->inline_bulk);
+  Dispatch(c, std::move(f), std::move(bulk), std::move(t));
 }
 
 // RDMA-READs the request's bulk into a vector registered for this transfer.
-void RdmaServer::PullBulk(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f) {
+void RdmaServer::PullBulk(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f,
+                          TicketPtr t) {
   auto bulk = std::make_shared<std::vector<uint8_t>>(f->header.bulk_len);
   auto reg = Registration::Create(c->pd(), bulk->data(), bulk->size());
   if (!reg.ok()) {
@@ -221,11 +285,11 @@ void RdmaServer::PullBulk(const std::shared_ptr<Conn>& c, std::shared_ptr<Stream
   op->rkey = f->desc->out_rkey;
   op->len = bulk->size();
   std::weak_ptr<Conn> weak = c;
-  op->done = [this, weak, f, bulk, reg = *reg](Status st) mutable {
+  op->done = [this, weak, f, bulk, reg = *reg, t = std::move(t)](Status st) mutable {
     reg.reset();  // deregister before the handler sees the data
     auto c = weak.lock();
     if (!st.ok() || !c) return;  // the connection is gone; the client re-sends
-    Dispatch(c, std::move(f), std::move(*bulk));
+    Dispatch(c, std::move(f), std::move(*bulk), std::move(t));
   };
   c->PostBulk(std::move(op));
 }
@@ -233,13 +297,13 @@ void RdmaServer::PullBulk(const std::shared_ptr<Conn>& c, std::shared_ptr<Stream
 // Checks the crc and runs the handler, both on a worker (a 64 MiB crc must
 // not stall the progress thread).
 void RdmaServer::Dispatch(const std::shared_ptr<Conn>& c, std::shared_ptr<StreamFrame> f,
-                          std::vector<uint8_t> bulk) {
+                          std::vector<uint8_t> bulk, TicketPtr t) {
   auto req = std::make_shared<Request>();
   req->service = f->header.service;
   req->payload = std::move(f->payload);
   req->bulk = std::move(bulk);
   req->peer = c->peer();
-  workers_.Submit([this, c, f, req] {
+  workers_.Submit([this, c, f, req, t = std::move(t)]() mutable {
     const auto* payload = reinterpret_cast<const uint8_t*>(req->payload.data());
     Status st = net::VerifyBody(f->header, {payload, req->payload.size()}, req->bulk);
     if (!st.ok() && !(f->header.flags & net::rdma::kFlagBulkRemote)) {
@@ -249,7 +313,9 @@ void RdmaServer::Dispatch(const std::shared_ptr<Conn>& c, std::shared_ptr<Stream
       SendBulkBad(c, f->header);
     } else {
       std::weak_ptr<Conn> weak = c;  // a held call must not keep a closed connection
-      handler_->HandleAsync(*req, [weak, f, gate = gate_](Reply reply) {
+      // The ticket goes with the ReplyFn; the send (or dropping it) releases it.
+      handler_->HandleAsync(*req, [weak, f, gate = gate_, t = std::move(t)](Reply reply) mutable {
+        auto ticket = std::move(t);
         gate->RunIfOpen([&] {
           if (auto conn = weak.lock()) SendReply(conn, *f, std::move(reply));
         });
@@ -314,8 +380,10 @@ void RdmaServer::Stop() {
     for (auto& [id, c] : conns) c->Close("");
   });
   workers_.Join();  // running handlers finish; their replies go to closed connections
+  budget_->Shutdown();  // no grant posts to the poller from now on
   poller_->Stop();
   conns_.clear();
+  admissions_.clear();
 }
 
 }  // namespace

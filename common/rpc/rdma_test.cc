@@ -19,6 +19,7 @@
 #include "common/net/frame.h"
 #include "common/net/rdma_transport.h"
 #include "common/net/rdma_wire.h"
+#include "common/rpc/admission.h"
 #include "common/rpc/testing/echo_handler.h"
 
 namespace sfs::rpc {
@@ -56,8 +57,7 @@ class RdmaRpcTest : public ::testing::Test {
     ctx_.reset();
     EXPECT_EQ(LiveRdmaRegistrations(), 0);
   }
-  void StartServer(uint16_t port) {
-    ServerOptions opts;
+  void StartServer(uint16_t port, ServerOptions opts = {}) {
     opts.host = g_host;
     opts.port = port;
     auto s = StartRdmaServer(opts, &handler_);
@@ -288,6 +288,39 @@ TEST_F(RdmaRpcTest, ClientGoingAwayMidTransferLeavesTheServerServingOthers) {
   ASSERT_TRUE(chan_->Call(kServiceMds, "still-serving", {}, {}, &r).ok());
   EXPECT_EQ(r.payload, "re:still-serving");
   ctx_->Invalidate(out.data(), out.size());
+}
+
+// The memory budget (common/rpc/admission.h) as on TCP: bulk beyond the
+// connection's budget waits before it is pulled, and all is answered later.
+TEST_F(RdmaRpcTest, BulkBeyondTheBudgetWaitsAndIsAllAnsweredAfterRelease) {
+  server_->Stop();
+  ServerOptions opts;
+  opts.worker_threads = 32;
+  opts.max_inflight_bytes = 4 << 20;
+  opts.max_inflight_bytes_per_conn = 2 << 20;
+  StartServer(0, opts);
+  chan_ = ctx_->MakeRdmaChannel(Address());
+  std::vector<uint8_t> bulk(512 << 10);
+  for (size_t i = 0; i < bulk.size(); ++i) bulk[i] = static_cast<uint8_t>(i * 13);
+  std::vector<std::vector<uint8_t>> in(16, std::vector<uint8_t>(bulk.size()));
+  std::vector<std::shared_ptr<PendingCall>> calls;
+  for (auto& b : in) calls.push_back(chan_->Start(kServiceMds, "sleep", bulk, b, {}));
+  const uint64_t cost = AdmissionBudget::kCallOverhead + 5 + bulk.size();
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < end &&
+         !(server_->admission_stats().waits >= 1 && handler_.calls == 3)) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(handler_.calls.load(), 3);  // 3 x 512 KiB fit 2 MiB, a 4th does not
+  EXPECT_EQ(server_->admission_stats().in_flight, 3 * cost);
+  handler_.Release();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Response r;
+    ASSERT_TRUE(chan_->Wait(calls[i], &r).ok());
+    ASSERT_EQ(r.bulk_len, bulk.size());
+    ASSERT_TRUE(std::equal(bulk.rbegin(), bulk.rend(), in[i].begin()));
+  }
+  EXPECT_LE(server_->admission_stats().peak, 2u << 20);
 }
 
 TEST(RdmaWireTest, AssemblerSplitsAStreamCutAtEveryByteIntoTheSameFrames) {
