@@ -5,7 +5,8 @@
 // prints "LISTENING host:port" on stdout once serving; SIGTERM/SIGINT stop it
 // cleanly (a last metadata commit, then exit 0); bad flags exit 2 with a
 // one-line usage. --commit-interval-ms: how often acknowledged metadata is
-// fdatasync'ed (0 = before every reply); see docs/durability.md.
+// fdatasync'ed (0 = before every reply); see docs/durability.md. --inline
+// off: every request goes through the worker pool (MdsService::set_inline).
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -35,7 +36,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
-    "[--commit-interval-ms N (0 = sync every op)] [--lease-ms N (0 = no metadata leases)] "
+    "[--commit-interval-ms N (0 = sync every op)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
     "[--transport=auto|tcp|rdma] [--max-inflight-mib N]";
 
 struct Flags {
@@ -46,6 +47,7 @@ struct Flags {
   int64_t commit_interval_ms = kDefaultCommitIntervalMs;
   rpc::TransportMode transport = rpc::TransportMode::kAuto;
   int64_t lease_ms = 5000;  // metadata leases (mds/lease/lease_table.h)
+  bool inline_handlers = true;  // answer on the I/O thread (MdsService::set_inline)
   int64_t max_inflight_mib = 256;  // memory budget of requests + replies (rpc.h ServerOptions)
 };
 
@@ -93,6 +95,9 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (a == "--max-inflight-mib") {
       f.max_inflight_mib = ParseMs(a, v);  // a positive integer, like the ms flags
       if (f.max_inflight_mib > (1 << 20)) UsageError("bad value for " + a);
+    } else if (a == "--inline") {
+      if (value != "on" && value != "off") UsageError("bad value for --inline (on|off)");
+      f.inline_handlers = value == "on";
     } else if (a == "--transport") {
       if (!rpc::ParseTransportMode(v, &f.transport)) UsageError("bad value for --transport");
     } else {
@@ -185,6 +190,8 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   LeaseTable leases(lopts);
   leases.StartTimer();
   MdsService service(&ns, &osts, &leases);
+  // Inline answers must not wait for the disk: with a commit per op they would.
+  service.set_inline(flags.inline_handlers && flags.commit_interval_ms > 0);
   rpc::ServerOptions sopts;
   sopts.host = host;
   sopts.port = port;

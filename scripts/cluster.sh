@@ -85,7 +85,8 @@ port_of() { local a; a=$(cat "$DIR/$1.addr" 2>/dev/null) || die "no recorded add
 start_mds() {
   local b; b=$(bin sfs-mds)
   mkdir -p "$DIR/mds"
-  start mds "$1" "$b" --data "$DIR/mds"
+  # shellcheck disable=SC2086  # SFS_MDS_FLAGS: extra sfs-mds flags, word-split on purpose
+  start mds "$1" "$b" --data "$DIR/mds" ${SFS_MDS_FLAGS:-}
 }
 
 start_oss() {

@@ -181,6 +181,7 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
         if (auto conn = weak.lock()) conn->SendReply(service, id, std::move(reply), std::move(t));
       });
     };
+    if (server_->handler()->TryHandleInline(*req, done)) continue;
     asio::post(server_->workers(), [self, req, done = std::move(done)]() mutable {
       self->server_->handler()->HandleAsync(*req, std::move(done));
     });

@@ -68,6 +68,12 @@ class Handler {
   // admission until the reply is written. Runs on an I/O thread before the
   // request's bulk is read: keep it cheap. Default: none.
   virtual uint64_t ReplyBulkHint(std::string_view /*payload*/) { return 0; }
+  // Runs on the TCP server's I/O thread once a request is fully read. A
+  // handler that can answer this request without blocking (no disk wait, no
+  // long lock) takes `done` and answers here, sparing the two thread
+  // hand-offs of the worker pool; it returns false (leaving `done` alone) to
+  // have the request run by HandleAsync on a worker. Default: false.
+  virtual bool TryHandleInline(Request& /*req*/, ReplyFn& /*done*/) { return false; }
 };
 
 struct ServerOptions {

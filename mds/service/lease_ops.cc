@@ -100,12 +100,24 @@ void ReplyLater(const MdsResponse& resp, const rpc::ReplyFn& done) {
 
 }  // namespace
 
+bool MdsService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
+  if (!inline_ || leases_ == nullptr || req.service != rpc::kServiceMds) return false;
+  MdsRequest r;
+  if (!r.ParseFromString(req.payload) || r.op_case() == MdsRequest::kSync) return false;
+  HandleParsed(r, std::move(done));
+  return true;
+}
+
 void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
   MdsRequest r;
   if (leases_ == nullptr || req.service != rpc::kServiceMds || !r.ParseFromString(req.payload)) {
     Handler::HandleAsync(req, std::move(done));
     return;
   }
+  HandleParsed(r, std::move(done));
+}
+
+void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
   if (r.op_case() == MdsRequest::kWatch) {
     Watch(r, std::move(done));
     return;

@@ -30,8 +30,15 @@ class MdsService : public rpc::Handler {
   MdsService(Namespace* ns, OstRegistry* osts, LeaseTable* leases = nullptr)
       : ns_(ns), osts_(osts), leases_(leases) {}
 
+  // With inline on, every request but SyncReq (which waits for the disk) is
+  // answered on the server's I/O thread: metadata ops only touch memory and
+  // LevelDB's unsynced log write, and a change that must wait for other
+  // clients' leases is held by the LeaseTable, not by the thread.
+  void set_inline(bool on) { inline_ = on; }
+
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
+  bool TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) override;
   // The serialized MdsResponse for a serialized MdsRequest (what Handle does).
   std::string HandlePayload(const std::string& payload);
 
@@ -40,6 +47,7 @@ class MdsService : public rpc::Handler {
   void Dispatch(const proto::MdsRequest& req, proto::MdsResponse* resp);
   // lease_ops.cc
   void Watch(const proto::MdsRequest& req, rpc::ReplyFn done);
+  void HandleParsed(const proto::MdsRequest& req, rpc::ReplyFn done);
   std::vector<LeaseInval> ApplyLocked(const proto::MdsRequest& req, proto::MdsResponse* resp);
   std::vector<LeaseInval> NamesChanged(const proto::MdsRequest& req);
   void GrantLease(const proto::MdsRequest& req, uint64_t tick, proto::MdsResponse* resp);
@@ -47,6 +55,7 @@ class MdsService : public rpc::Handler {
   Namespace* const ns_;
   OstRegistry* const osts_;
   LeaseTable* const leases_;
+  bool inline_ = false;
   // Stripes over (parent, name): held across "look the name up, apply the op"
   // by ops that remove or create a name of a file, so the looked-up inode is
   // the one the op changed. Never held while waiting for a revocation.
