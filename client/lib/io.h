@@ -12,7 +12,11 @@
 // with ESTALE (that OSS no longer serves the OST). A piece is sent again at
 // once if its OST has moved to another address (a restarted OSS may come back
 // on a new port), and, for ESTALE, with backoff until the RPC timeout has
-// passed (the OSS may not have re-registered yet). Then the first failing
+// passed (the OSS may not have re-registered yet). An ESTALE that carries
+// object_destroyed is different: the object was destroyed (the file was
+// unlinked or migrated elsewhere while this layout was held), so it is not
+// retried and the call fails with ESTALE at once (docs/formats.md,
+// "Tombstones"). Then the first failing
 // piece in file order decides the result; transport failures become EIO, an
 // OSS errno (ENOSPC, EINVAL, ...) passes through. A failed Read leaves the
 // buffer's contents unspecified: the caller must not return them.
