@@ -16,6 +16,15 @@
 // cached before it (NodeTable::DirectWriterOpened). The kernel does not
 // remove privileges before a direct write (file_remove_privs): RemovePrivs
 // does, as the kernel would have.
+//
+// Write-behind (-o write_behind_kb=N, libsfs Client::WriteBehind): a WRITE
+// on a write-only handle is answered once libsfs has copied its bytes into
+// the mount's window of writes in flight; the OSS calls finish in the
+// background. FLUSH, FSYNC, RELEASE, SETATTR, READ, GETATTR and LOOKUP of
+// the inode wait for them first (inside libsfs), so this mount reads its own
+// writes and other mounts see them after close or fsync (close-to-open, as
+// before). A failed background write is returned by the next WRITE, FLUSH
+// (close) or FSYNC on that handle (docs/durability.md).
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/stat.h>
@@ -142,7 +151,12 @@ void FuseOps::OnWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* bufv, off_
     Status st = RemovePrivs(req, ino);
     if (!st.ok()) return ReplyStatus(req, st);
   }
-  Result<size_t> n = client_->Write(FileOf(fi), off, std::span<const uint8_t>(data, size));
+  // Write-only handles write behind (-o write_behind_kb): the reply goes once
+  // libsfs has copied the bytes; handles that can read (and be mmapped) stay
+  // synchronous.
+  std::span<const uint8_t> bytes(data, size);
+  Result<size_t> n = HandleOf(fi)->direct ? client_->WriteBehind(HandleOf(fi)->file, off, bytes)
+                                          : client_->Write(FileOf(fi), off, bytes);
   if (!n.ok()) return ReplyStatus(req, n.status());
   fuse_reply_write(req, *n);
 }

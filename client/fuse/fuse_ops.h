@@ -52,7 +52,10 @@
 //   cache: every write goes to the OSSes as the kernel gets it, so writers on
 //   many nodes to disjoint ranges of one file never rewrite each other's
 //   bytes from a stale page. Write-only handles bypass the page cache
-//   altogether (direct I/O: one FUSE WRITE per write(2); fuse_file_ops.cc).
+//   altogether (direct I/O: one FUSE WRITE per write(2); fuse_file_ops.cc),
+//   and their writes are answered once libsfs has copied them (write-behind,
+//   -o write_behind_kb; the mount waits for them before reads, attributes,
+//   truncates, flush and fsync of that inode).
 // - An operation on an inode removed elsewhere gets ESTALE from the MDS; the
 //   kernel then walks the path again with revalidation, so a name removed and
 //   re-created through another mount is usable at once. (This needs the MDS

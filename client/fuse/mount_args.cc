@@ -23,6 +23,7 @@ struct RawArgs {
   unsigned max_threads = 64;
   unsigned max_idle_threads = 10;
   unsigned read_ahead_kb = 4096;
+  unsigned write_behind_kb = 16384;
   int splice_write = 0;
   int noleases = 0;
   char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
@@ -45,6 +46,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("max_threads=%u", max_threads, 0),
     SFS_OPT("max_idle_threads=%u", max_idle_threads, 0),
     SFS_OPT("read_ahead_kb=%u", read_ahead_kb, 0),
+    SFS_OPT("write_behind_kb=%u", write_behind_kb, 0),
     SFS_OPT("splice_write", splice_write, 1),
     SFS_OPT("noleases", noleases, 1),
     SFS_OPT("transport=%s", transport, 0),
@@ -130,6 +132,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.max_idle_threads = raw.max_idle_threads;
   out.read_ahead_kb = raw.read_ahead_kb;
   out.fuse.max_readahead = raw.read_ahead_kb * 1024;
+  out.client.write_behind_bytes = uint64_t{raw.write_behind_kb} * 1024;
   return Status::Ok();
 }
 
@@ -175,6 +178,10 @@ std::string MountUsage() {
          "  -o max_idle_threads=N   idle workers kept (default 10)\n"
          "  -o read_ahead_kb=N      kernel readahead per file, KiB (default 4096; 0 keeps\n"
          "                          the kernel's 128): wide enough to read several stripes at once\n"
+         "  -o write_behind_kb=N    write-only handles: answer a write once it is copied into a\n"
+         "                          window of N KiB of writes in flight to the OSSes (default\n"
+         "                          16384); errors show at the next write, fsync or close;\n"
+         "                          0 = every write waits for the OSSes\n"
          "  -o splice_write         hand read data to the kernel through a pipe\n"
          "  -o noleases             no MDS leases: regular files use file_*_timeout\n"
          "                          (by default they are cached as long as the MDS's lease,\n"

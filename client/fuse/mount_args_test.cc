@@ -91,6 +91,19 @@ TEST(MountArgsTest, TransportOptionReachesLibsfsAndIsNotPassedToLibfuse) {
   EXPECT_EQ(Parse({"h:1", "/m", "-o", "transport=ib"}).status().code(), EINVAL);
 }
 
+TEST(MountArgsTest, WriteBehindIsOnWithSixteenMibByDefaultAndZeroTurnsItOff) {
+  Result<MountArgs> a = Parse({"h:1", "/m"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->client.write_behind_bytes, 16u << 20);
+  a = Parse({"h:1", "/m", "-o", "write_behind_kb=0"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->client.write_behind_bytes, 0u);
+  a = Parse({"h:1", "/m", "-o", "write_behind_kb=512"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->client.write_behind_bytes, 512u << 10);
+  EXPECT_EQ(Joined(a->fuse_argv).find("write_behind"), std::string::npos);
+}
+
 TEST(MountArgsTest, HelpNeedsNothingElse) {
   Result<MountArgs> a = Parse({"--help"});
   ASSERT_TRUE(a.ok());

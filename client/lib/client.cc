@@ -32,6 +32,7 @@
 #include "client/lib/mds_client.h"
 #include "client/lib/migrate.h"
 #include "client/lib/oss_pool.h"
+#include "client/lib/write_behind.h"
 #include "common/log.h"
 #include "common/rpc/rpc.h"
 
@@ -83,9 +84,14 @@ class Client::Impl {
   std::unique_ptr<MdsClient> mds;
   std::unique_ptr<OssPool> pool;
   std::unique_ptr<Striper> striper;
+  std::unique_ptr<WriteBehindQueue> wb;  // iff opts.write_behind_bytes > 0
   std::unique_ptr<Keepalive> keepalive;
   std::unique_ptr<LeaseWatch> watch;  // iff leases on and a handler was given
 
+  // The write-behind barrier: every write of ino queued before returns first.
+  void WaitWrites(uint64_t ino) {
+    if (wb) wb->WaitIno(ino);
+  }
   void Register(const std::shared_ptr<File>& f);
   void Unregister(const File* f);
   std::vector<std::shared_ptr<File>> OpenFiles(uint64_t ino);
@@ -168,6 +174,7 @@ Result<std::shared_ptr<File>> Client::Impl::FinishOpen(const Cred& c, int flags,
   f->cred_ = c;
   f->size_ = r.attr.size;
   if (!r.created && (flags & O_TRUNC) != 0 && S_ISREG(r.attr.mode)) {
+    WaitWrites(f->ino_);
     SetAttrArgs args;
     args.valid = kSetSize;
     Result<Attr> t = Truncate(c, f->ino_, f->layout_, args);
@@ -203,7 +210,6 @@ void Client::Impl::Ping() {
   // address without first timing out on the old one.
   if (st.ok()) {
     st = pool->Refresh();
-    if (!st.ok()) LOG_DEBUG("keepalive: cannot refresh the OST map: " << st.ToString());
   }
 }
 
@@ -279,6 +285,10 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   MdsClient* mds = impl->mds.get();
   impl->striper = std::make_unique<Striper>(impl->pool.get(), mds->client_id(),
                                             [mds] { return mds->NextXid(); }, opts.rpc_timeout);
+  if (opts.write_behind_bytes > 0) {
+    impl->wb = std::make_unique<WriteBehindQueue>(impl->striper.get(), opts.write_behind_bytes,
+                                             std::max(1, opts.write_behind_threads));
+  }
   Impl* raw = impl.get();
   mds->SetEpochListener([raw] {
     if (Keepalive* k = raw->keepalive_ptr.load()) k->Kick();
@@ -299,6 +309,7 @@ void Client::WatchInvalidations(InvalidationFn fn) {
 
 Result<Attr> Client::Lookup(const Cred& c, uint64_t parent, std::string_view name) {
   SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->Lookup(c, parent, name));
+  if (S_ISREG(a.mode)) impl_->WaitWrites(a.ino);
   return impl_->MergeLocal(std::move(a), false);
 }
 
@@ -318,12 +329,14 @@ Attr Client::Impl::MergeLocal(Attr a, bool all_handles) {
 }
 
 Result<Attr> Client::GetAttr(const Cred& c, uint64_t ino) {
+  impl_->WaitWrites(ino);
   SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->GetAttr(c, ino));
   return impl_->MergeLocal(std::move(a), false);
 }
 
 Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args,
                              const File* via) {
+  impl_->WaitWrites(ino);  // a truncate or new times land after our pending writes
   if (args.valid & (kSetMtime | kSetMtimeNow | kSetAtime | kSetAtimeNow)) {
     // Report pending writes first: their size report carries a write mtime
     // that would otherwise land after (and undo) the times set here, as
@@ -362,9 +375,12 @@ Result<std::shared_ptr<File>> Client::Open(const Cred& c, uint64_t ino, int flag
 }
 
 Status Client::Close(const std::shared_ptr<File>& f) {
+  impl_->WaitWrites(f->ino_);
   SizeReport r;
+  Status wb_error;
   {
     std::lock_guard<std::mutex> lock(f->mu_);
+    wb_error = std::exchange(f->wb_error_, Status::Ok());
     // Writes already reported by a Flush (size, mtime and blocks measured
     // after them) need no second report.
     r.has_size = f->size_dirty_;
@@ -384,10 +400,12 @@ Status Client::Close(const std::shared_ptr<File>& f) {
     std::lock_guard<std::mutex> lock(f->mu_);  // a re-open after an MDS restart may change it
     open_id = f->open_id_;
   }
-  return impl_->mds->Close(f->cred_, f->ino_, open_id, r);
+  Status st = impl_->mds->Close(f->cred_, f->ino_, open_id, r);
+  return wb_error.ok() ? st : wb_error;
 }
 
 Result<size_t> Client::Read(File& f, uint64_t off, std::span<uint8_t> buf) {
+  impl_->WaitWrites(f.ino_);
   uint64_t size = f.size();
   // Another handle of this client may have written further (the kernel lets
   // every fd of a mount see one i_size); only then is the handle table consulted.
@@ -403,8 +421,34 @@ Result<size_t> Client::Write(File& f, uint64_t off, std::span<const uint8_t> buf
   if (off > kMaxFileSize || buf.size() > kMaxFileSize - off) {
     return Status(EFBIG, "write past the largest file size");
   }
+  {
+    std::lock_guard<std::mutex> lock(f.mu_);
+    if (!f.wb_error_.ok()) return f.wb_error_;
+  }
   SFS_RETURN_IF_ERROR(impl_->striper->Write(f.layout_, off, buf));
-  uint64_t end = off + buf.size();
+  NoteWritten(f, off + buf.size());
+  return buf.size();
+}
+
+Result<size_t> Client::WriteBehind(const std::shared_ptr<File>& f, uint64_t off,
+                                   std::span<const uint8_t> buf) {
+  if (!impl_->wb) return Write(*f, off, buf);
+  if (buf.empty()) return size_t{0};
+  if (off > kMaxFileSize || buf.size() > kMaxFileSize - off) {
+    return Status(EFBIG, "write past the largest file size");
+  }
+  {
+    std::lock_guard<std::mutex> lock(f->mu_);
+    if (!f->wb_error_.ok()) return f->wb_error_;
+  }
+  impl_->wb->Submit(f, off, buf);
+  // The size counts the queued write at once, as the kernel's i_size does: a
+  // Flush/Close waits for it before reporting.
+  NoteWritten(*f, off + buf.size());
+  return buf.size();
+}
+
+void Client::NoteWritten(File& f, uint64_t end) {
   int64_t now = NowNs();
   std::lock_guard<std::mutex> lock(f.mu_);
   f.size_ = std::max(f.size_, end);
@@ -412,10 +456,23 @@ Result<size_t> Client::Write(File& f, uint64_t off, std::span<const uint8_t> buf
   f.size_dirty_ = true;
   f.written_ = true;
   f.mtime_ns_ = now;
-  return buf.size();
 }
 
 Status Client::Flush(File& f) {
+  impl_->WaitWrites(f.ino_);
+  // A failed background write is reported once, here; the size report still
+  // goes (the kernel's i_size already counts the write).
+  Status wb_error = TakeWriteError(f);
+  Status st = ReportSize(f);
+  return wb_error.ok() ? st : wb_error;
+}
+
+Status Client::TakeWriteError(File& f) {
+  std::lock_guard<std::mutex> lock(f.mu_);
+  return std::exchange(f.wb_error_, Status::Ok());
+}
+
+Status Client::ReportSize(File& f) {
   SizeReport r;
   {
     std::lock_guard<std::mutex> lock(f.mu_);
@@ -440,14 +497,17 @@ Status Client::Flush(File& f) {
 }
 
 Status Client::Fsync(File& f, bool datasync) {
+  impl_->WaitWrites(f.ino_);
+  Status wb_error = TakeWriteError(f);
   // The MDS half runs beside the OSS syncs: the size report first, so the
   // MDS commit after it covers it (and everything acknowledged before).
   std::future<Status> mds = std::async(std::launch::async, [this, &f] {
-    Status st = Flush(f);
+    Status st = ReportSize(f);
     return st.ok() ? impl_->mds->Sync() : st;
   });
   Status oss = impl_->striper->Sync(f.layout_);
   Status md = mds.get();
+  if (!wb_error.ok()) return wb_error;
   return oss.ok() ? md : oss;
 }
 

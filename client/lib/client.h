@@ -10,6 +10,10 @@
 // Errors are POSIX errnos in Status::code(). An OSS that does not answer
 // within Options::rpc_timeout makes I/O to its stripes fail with EIO.
 //
+// Write-behind (Options::write_behind_bytes, WriteBehind()): writes may be
+// acknowledged before the OSSes have them; see WriteBehind() for the barriers
+// and the error rule.
+//
 // Size: the MDS keeps each file's size. A File remembers the highest byte it
 // wrote; Flush/Fsync/Close report it (the MDS keeps the maximum). Truncate
 // (SetAttr with size) sets it exactly and trims/extends the objects first.
@@ -53,6 +57,12 @@ struct Options {
   // WatchInvalidations(), replies carry Attr::lease_ms and the handler is told
   // what to forget when another client changes it.
   bool leases = false;
+  // Write-behind (issue 6): WriteBehind() acknowledges a write once its bytes
+  // are copied into a window of at most this many bytes of writes in flight
+  // for the whole client, sent by write_behind_threads workers. 0 = off
+  // (WriteBehind() is Write()).
+  uint64_t write_behind_bytes = 0;
+  int write_behind_threads = 16;
 };
 
 // On whose behalf a call is made; checked by the MDS.
@@ -180,6 +190,7 @@ class File {
   int64_t mtime_ns_ = 0;       // GUARDED_BY(mu_): time of last write
   uint64_t dirty_end_ = 0;     // GUARDED_BY(mu_): highest end of the unreported writes
   bool written_ = false;       // GUARDED_BY(mu_): written in this open
+  Status wb_error_;            // GUARDED_BY(mu_): first failed background write, unreported
 };
 
 class Client {
@@ -210,6 +221,15 @@ class Client {
   Result<size_t> Read(File& f, uint64_t off, std::span<uint8_t> buf);
   // pwrite: all or error.
   Result<size_t> Write(File& f, uint64_t off, std::span<const uint8_t> buf);
+  // Write-behind (Options::write_behind_bytes > 0): returns once buf is copied
+  // and queued (waiting for room in the window); the OSS calls complete in the
+  // background. Reads, GetAttr, Lookup, SetAttr, Flush, Fsync and Close of
+  // this client wait for the inode's queued writes first, so this client
+  // always sees its own writes. A background failure is remembered on f and
+  // returned by the next WriteBehind/Write on f (kept) and by the next
+  // Flush/Fsync/Close (which clear it), as the kernel reports write-back errors.
+  Result<size_t> WriteBehind(const std::shared_ptr<File>& f, uint64_t off,
+                             std::span<const uint8_t> buf);
   // Reports the written size to the MDS if it grew.
   Status Flush(File& f);
   // Makes written data durable on the OSSes, and the size and every other
@@ -286,6 +306,12 @@ class Client {
 
  private:
   explicit Client(std::unique_ptr<Impl> impl);
+  // Raises f's size and marks it for the next size report (a write ended at end).
+  void NoteWritten(File& f, uint64_t end);
+  // f's unreported background write error (cleared), or OK.
+  Status TakeWriteError(File& f);
+  // The size/blocks report of Flush, without its barrier.
+  Status ReportSize(File& f);
   std::unique_ptr<Impl> impl_;
 };
 

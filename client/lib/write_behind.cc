@@ -1,0 +1,106 @@
+// WriteBehindQueue: the queue, the workers and the per-inode barriers (see the
+// header for the rules).
+#include "client/lib/write_behind.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "client/lib/io.h"
+#include "common/log.h"
+
+namespace sfs::client {
+
+WriteBehindQueue::WriteBehindQueue(Striper* striper, uint64_t max_bytes, int threads)
+    : striper_(striper), max_bytes_(max_bytes) {
+  for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+}
+
+WriteBehindQueue::~WriteBehindQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+bool WriteBehindQueue::OverlapsLocked(uint64_t ino, uint64_t off, uint64_t end) const {
+  auto it = pending_.find(ino);
+  if (it == pending_.end()) return false;
+  for (const auto& [seq, r] : it->second) {
+    if (r.off < end && off < r.end) return true;
+  }
+  return false;
+}
+
+void WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
+                         std::span<const uint8_t> buf) {
+  auto job = std::make_unique<Job>();
+  job->file = f;
+  job->off = off;
+  job->data.assign(buf.begin(), buf.end());  // the one copy: the kernel's buffer goes away
+  const uint64_t len = buf.size();
+  const uint64_t end = off + len;
+  std::unique_lock<std::mutex> lock(mu_);
+  // Room (a write larger than the window goes alone) and no overlap with a
+  // pending write of this inode, which must land first.
+  done_cv_.wait(lock, [&] {
+    return (bytes_ == 0 || bytes_ + len <= max_bytes_) && !OverlapsLocked(f->ino_, off, end);
+  });
+  job->seq = next_seq_++;
+  bytes_ += len;
+  pending_[f->ino_].emplace(job->seq, Range{off, end});
+  queue_.push_back(std::move(job));
+  lock.unlock();
+  work_cv_.notify_one();
+}
+
+void WriteBehindQueue::WaitIno(uint64_t ino) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = next_seq_;  // every seq below was submitted before this call
+  done_cv_.wait(lock, [&] {
+    auto it = pending_.find(ino);
+    return it == pending_.end() || it->second.begin()->first >= target;
+  });
+}
+
+uint64_t WriteBehindQueue::bytes_pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+void WriteBehindQueue::Work() {
+  for (;;) {
+    std::unique_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_, and nothing left to send
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    Status st = striper_->Write(job->file->layout_, job->off, job->data);
+    if (!st.ok()) {
+      LOG_WARN("background write of inode " << job->file->ino_ << " at " << job->off << " ("
+                                            << job->data.size() << " bytes) failed: "
+                                            << st.ToString());
+      std::lock_guard<std::mutex> flock(job->file->mu_);
+      if (job->file->wb_error_.ok()) job->file->wb_error_ = std::move(st);
+    }
+    Finish(*job);
+  }
+}
+
+void WriteBehindQueue::Finish(const Job& j) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bytes_ -= j.data.size();
+    auto it = pending_.find(j.file->ino_);
+    it->second.erase(j.seq);
+    if (it->second.empty()) pending_.erase(it);
+  }
+  done_cv_.notify_all();
+}
+
+}  // namespace sfs::client

@@ -1,0 +1,82 @@
+// WriteBehindQueue: writes acknowledged once copied, sent to the OSSes in the
+// background (issue 6: the strided unaligned write waited for one OSS round
+// trip per write(2)).
+//
+// Submit copies the caller's bytes into a job and queues it; a small pool of
+// worker threads sends each job through the Striper (all stripes in
+// parallel, with its retry rules), so many writes are in flight while the
+// application goes on. Memory is bounded: queued and running jobs hold at
+// most max_bytes of data (a single larger write is admitted alone), and
+// Submit waits for room (back-pressure on the writer).
+//
+// Order: a write that overlaps a pending write of the same inode waits until
+// that one has finished, so a later write to the same bytes always lands
+// last. Barriers: WaitIno returns once every write of that inode submitted
+// before the call has finished (reads, attributes, truncates, flush and close
+// of this client call it). A failed background write records its first
+// error on its File (File::wb_error_); Flush/Fsync/Close report it.
+//
+// Thread-safe. The destructor finishes every queued job before it returns.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "client/lib/client.h"
+
+namespace sfs::client {
+
+class Striper;
+
+class WriteBehindQueue {
+ public:
+  // REQUIRES: striper outlives this object; max_bytes > 0, threads > 0.
+  WriteBehindQueue(Striper* striper, uint64_t max_bytes, int threads);
+  ~WriteBehindQueue();
+  WriteBehindQueue(const WriteBehindQueue&) = delete;
+  WriteBehindQueue& operator=(const WriteBehindQueue&) = delete;
+
+  // Copies buf and queues its write at file offset off; returns once queued.
+  void Submit(const std::shared_ptr<File>& f, uint64_t off, std::span<const uint8_t> buf);
+  // Waits for every write of ino submitted before this call.
+  void WaitIno(uint64_t ino);
+  // Bytes held by queued and running writes (for tests and stats).
+  uint64_t bytes_pending() const;
+
+ private:
+  struct Job {
+    std::shared_ptr<File> file;
+    uint64_t seq = 0;
+    uint64_t off = 0;
+    std::vector<uint8_t> data;
+  };
+  struct Range {
+    uint64_t off = 0, end = 0;
+  };
+  bool OverlapsLocked(uint64_t ino, uint64_t off, uint64_t end) const;
+  void Work();
+  void Finish(const Job& j);
+
+  Striper* const striper_;
+  const uint64_t max_bytes_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // a job was queued, or stop
+  std::condition_variable done_cv_;  // a job finished
+  std::deque<std::unique_ptr<Job>> queue_;  // GUARDED_BY(mu_)
+  // Pending (queued or running) writes per inode, by submission number.
+  std::unordered_map<uint64_t, std::map<uint64_t, Range>> pending_;  // GUARDED_BY(mu_)
+  uint64_t next_seq_ = 1;   // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;      // GUARDED_BY(mu_)
+  bool stop_ = false;       // GUARDED_BY(mu_)
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace sfs::client

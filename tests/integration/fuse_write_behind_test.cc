@@ -1,0 +1,202 @@
+// Write-behind through a real sfs-mount (issue 6; client/lib/write_behind.h):
+// a write on a write-only handle is answered once copied and reaches the
+// OSSes in the background. What must hold: every byte arrives (another mount
+// reads them after close), this mount reads its own writes before close,
+// a later write to the same bytes lands last, a truncate after pending writes
+// gives the right size and bytes, and a write that fails in the background
+// is reported by fsync or close, never lost silently.
+//
+// Mounts use a small window (-o write_behind_kb=256) so that the writers
+// also wait for room (back-pressure) during the tests.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "tests/harness/fixture.h"
+
+namespace sfs::testing {
+namespace {
+
+constexpr size_t kStripe = 64 * 1024;
+const std::vector<std::string> kWb = {"write_behind_kb=256", "rpc_timeout_ms=1500"};
+
+class FuseWriteBehindTest : public ClusterPerTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o;
+    o.name = "fuse-wb";
+    o.num_oss = 2;
+    o.ost_timeout_ms = 2000;
+    return o;
+  }
+  // Mounts n mounts with write-behind on; makes /d with 2 stripes of 64 KiB
+  // (one on each OSS).
+  void MountAll(int n) {
+    for (int i = 0; i < n; ++i) {
+      auto m = cluster().Mount({}, kWb);
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      mnt_.push_back(*m);
+    }
+    auto c = cluster().Connect();
+    ASSERT_TRUE(c.ok());
+    client_ = std::move(*c);
+    ASSERT_EQ(mkdir((mnt_[0] + "/d").c_str(), 0755), 0);
+    auto dir = client_->ResolvePath(kRoot, "/d");
+    ASSERT_TRUE(dir.ok());
+    client::LayoutSpec wide{.stripe_size = kStripe, .stripe_count = 2};
+    ASSERT_TRUE(client_->SetLayout(kRoot, dir->ino, wide, false).ok());
+  }
+  // Writes data at `order` of unaligned pieces of `piece` bytes through fd.
+  static void WritePieces(int fd, const std::string& data, size_t piece,
+                          const std::vector<size_t>& order) {
+    for (size_t i : order) {
+      size_t off = i * piece;
+      size_t n = std::min(piece, data.size() - off);
+      ASSERT_EQ(pwrite(fd, data.data() + off, n, static_cast<off_t>(off)),
+                static_cast<ssize_t>(n))
+          << strerror(errno);
+    }
+  }
+  static std::string ReadAll(const std::string& path) {
+    std::string got;
+    EXPECT_TRUE(ReadFile(path, &got)) << path;
+    return got;
+  }
+
+  std::vector<std::string> mnt_;
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(FuseWriteBehindTest, ManySmallUnalignedWritesThenCloseAreAllReadByAnotherMount) {
+  MountAll(2);
+  std::mt19937_64 rng(PerTestSeed());
+  auto bytes = RandomBytes(rng, 4 * 1024 * 1024 + 12345);
+  std::string data(bytes.begin(), bytes.end());
+  constexpr size_t kPiece = 47008;
+  std::vector<size_t> order((data.size() + kPiece - 1) / kPiece);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  int fd = open((mnt_[0] + "/d/f").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  WritePieces(fd, data, kPiece, order);
+  // Rewrites of bytes still in flight land after the first writes.
+  for (int round = 0; round < 3; ++round) {
+    for (size_t off = 1000; off < 900000; off += 150001) {
+      std::string again(5000, static_cast<char>('a' + round));
+      ASSERT_EQ(pwrite(fd, again.data(), again.size(), static_cast<off_t>(off)), 5000);
+      data.replace(off, again.size(), again);
+    }
+  }
+  ASSERT_EQ(close(fd), 0) << strerror(errno);
+  std::string got = ReadAll(mnt_[1] + "/d/f");
+  EXPECT_EQ(got.size(), data.size());
+  EXPECT_TRUE(SameBytes(got, data)) << "the other mount reads different bytes";
+  struct stat st {};
+  ASSERT_EQ(stat((mnt_[1] + "/d/f").c_str(), &st), 0);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), data.size());
+  EXPECT_GE(static_cast<size_t>(st.st_blocks) * 512, data.size()) << "blocks count every write";
+}
+
+TEST_F(FuseWriteBehindTest, ThisMountReadsItsOwnWritesBeforeClose) {
+  MountAll(1);
+  std::mt19937_64 rng(PerTestSeed());
+  auto bytes = RandomBytes(rng, 1024 * 1024 + 777);
+  std::string data(bytes.begin(), bytes.end());
+  const std::string path = mnt_[0] + "/d/f";
+  int wfd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(wfd, 0) << strerror(errno);
+  int rfd = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(rfd, 0) << strerror(errno);
+  std::vector<size_t> order((data.size() + 4095) / 4096);
+  std::iota(order.begin(), order.end(), 0);
+  WritePieces(wfd, data, 4096, order);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), data.size());
+  std::string got(data.size(), '\0');
+  ASSERT_EQ(pread(rfd, got.data(), got.size(), 0), static_cast<ssize_t>(data.size()))
+      << strerror(errno);
+  EXPECT_TRUE(SameBytes(got, data)) << "a read through another fd misses pending writes";
+  EXPECT_TRUE(SameBytes(ReadAll(path), data)) << "a fresh open misses pending writes";
+  close(rfd);
+  ASSERT_EQ(close(wfd), 0) << strerror(errno);
+}
+
+TEST_F(FuseWriteBehindTest, TruncateAfterPendingWritesGivesTheRightSizeAndBytes) {
+  MountAll(2);
+  std::mt19937_64 rng(PerTestSeed());
+  auto bytes = RandomBytes(rng, 2 * 1024 * 1024);
+  std::string data(bytes.begin(), bytes.end());
+  const std::string path = mnt_[0] + "/d/f";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  std::vector<size_t> order((data.size() + 9999) / 10000);
+  std::iota(order.begin(), order.end(), 0);
+  WritePieces(fd, data, 10000, order);
+  ASSERT_EQ(ftruncate(fd, 300001), 0) << strerror(errno);
+  data.resize(300001);
+  struct stat st {};
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_size, 300001);
+  // Writes after the truncate, behind and past the new end.
+  ASSERT_EQ(pwrite(fd, "tail", 4, 500000), 4);
+  data.resize(500000, '\0');
+  data += "tail";
+  ASSERT_EQ(truncate(path.c_str(), 400000), 0) << "truncate by path: " << strerror(errno);
+  data.resize(400000);
+  ASSERT_EQ(close(fd), 0) << strerror(errno);
+  EXPECT_TRUE(SameBytes(ReadAll(path), data));
+  std::string other = ReadAll(mnt_[1] + "/d/f");
+  EXPECT_EQ(other.size(), data.size());
+  EXPECT_TRUE(SameBytes(other, data));
+}
+
+// Writes to the stripes of a killed OSS are acknowledged, then fail in the
+// background: a later write on that handle (to a live stripe, which a
+// synchronous write would complete), its close and another handle's fsync
+// report it. (No process is forked while the fds are open: a child's close
+// of an inherited fd is a FLUSH too, and takes the error, as on Linux.)
+TEST_F(FuseWriteBehindTest, ABackgroundWriteToAKilledOssFailsAtTheNextWriteCloseAndFsync) {
+  MountAll(1);
+  const std::string a = mnt_[0] + "/d/a";
+  const std::string b = mnt_[0] + "/d/b";
+  std::string data(16 * kStripe, 'x');
+  ASSERT_TRUE(WriteFile(a, data));
+  ASSERT_TRUE(WriteFile(b, data));
+  auto attr = client_->ResolvePath(kRoot, "/d/b");
+  ASSERT_TRUE(attr.ok());
+  auto layout = client_->GetLayout(kRoot, attr->ino);
+  ASSERT_TRUE(layout.ok() && layout->objects.size() == 2u);
+  int victim = cluster().OssOfOst(*client_, layout->objects[0].ost);
+  ASSERT_GE(victim, 0);
+  ASSERT_NE(cluster().OssOfOst(*client_, layout->objects[1].ost), victim);
+  int fa = open(a.c_str(), O_WRONLY);
+  int fb = open(b.c_str(), O_WRONLY);
+  ASSERT_GE(fa, 0);
+  ASSERT_GE(fb, 0);
+  ASSERT_TRUE(cluster().KillOss(victim).ok());
+  // Both files have a stripe on each OSS, so both writes reach the dead one.
+  std::string y(data.size(), 'y');
+  ASSERT_EQ(pwrite(fa, y.data(), y.size(), 0), static_cast<ssize_t>(y.size()))
+      << "acknowledged before the OSS answers: " << strerror(errno);
+  ASSERT_EQ(pwrite(fb, y.data(), y.size(), 0), static_cast<ssize_t>(y.size()))
+      << strerror(errno);
+  // fstat waits for the inode's pending writes (GETATTR barrier).
+  struct stat st {};
+  ASSERT_EQ(fstat(fa, &st), 0);
+  ASSERT_EQ(fstat(fb, &st), 0);
+  EXPECT_EQ(ErrnoOf(pwrite(fb, "z", 1, kStripe + 3)), EIO)
+      << "a write after a failed one reports it (this stripe's OSS is alive)";
+  EXPECT_EQ(ErrnoOf(close(fb)), EIO) << "close must report the failed background write";
+  EXPECT_EQ(ErrnoOf(fsync(fa)), EIO) << "fsync must report the failed background write";
+  close(fa);
+}
+
+}  // namespace
+}  // namespace sfs::testing
