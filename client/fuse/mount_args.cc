@@ -4,6 +4,7 @@
 
 #include <fuse3/fuse_opt.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -24,6 +25,7 @@ struct RawArgs {
   unsigned max_idle_threads = 10;
   unsigned read_ahead_kb = 4096;
   unsigned write_behind_kb = 16384;
+  unsigned write_behind_threads = 16;
   int splice_write = 0;
   int noleases = 0;
   char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
@@ -47,6 +49,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("max_idle_threads=%u", max_idle_threads, 0),
     SFS_OPT("read_ahead_kb=%u", read_ahead_kb, 0),
     SFS_OPT("write_behind_kb=%u", write_behind_kb, 0),
+    SFS_OPT("write_behind_threads=%u", write_behind_threads, 0),
     SFS_OPT("splice_write", splice_write, 1),
     SFS_OPT("noleases", noleases, 1),
     SFS_OPT("transport=%s", transport, 0),
@@ -133,6 +136,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.read_ahead_kb = raw.read_ahead_kb;
   out.fuse.max_readahead = raw.read_ahead_kb * 1024;
   out.client.write_behind_bytes = uint64_t{raw.write_behind_kb} * 1024;
+  out.client.write_behind_threads = static_cast<int>(std::max(1u, raw.write_behind_threads));
   return Status::Ok();
 }
 
@@ -182,6 +186,7 @@ std::string MountUsage() {
          "                          window of N KiB of writes in flight to the OSSes (default\n"
          "                          16384); errors show at the next write, fsync or close;\n"
          "                          0 = every write waits for the OSSes\n"
+         "  -o write_behind_threads=N  threads sending written-behind data (default 16)\n"
          "  -o splice_write         hand read data to the kernel through a pipe\n"
          "  -o noleases             no MDS leases: regular files use file_*_timeout\n"
          "                          (by default they are cached as long as the MDS's lease,\n"

@@ -36,24 +36,46 @@ bool WriteBehindQueue::OverlapsLocked(uint64_t ino, uint64_t off, uint64_t end) 
 
 void WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
                          std::span<const uint8_t> buf) {
-  auto job = std::make_unique<Job>();
-  job->file = f;
-  job->off = off;
-  job->data.assign(buf.begin(), buf.end());  // the one copy: the kernel's buffer goes away
   const uint64_t len = buf.size();
   const uint64_t end = off + len;
+  const uint64_t charge = std::max(len, kMinCharge);
   std::unique_lock<std::mutex> lock(mu_);
   // Room (a write larger than the window goes alone) and no overlap with a
   // pending write of this inode, which must land first.
   done_cv_.wait(lock, [&] {
-    return (bytes_ == 0 || bytes_ + len <= max_bytes_) && !OverlapsLocked(f->ino_, off, end);
+    return (bytes_ == 0 || bytes_ + charge <= max_bytes_) && !OverlapsLocked(f->ino_, off, end);
   });
+  if (GatherLocked(f, off, buf)) return;
+  auto job = std::make_unique<Job>();
+  job->ino = f->ino_;
+  job->files.push_back(f);
+  job->off = off;
+  job->data.assign(buf.begin(), buf.end());  // the one copy: the kernel's buffer goes away
   job->seq = next_seq_++;
-  bytes_ += len;
+  job->charged = charge;
+  bytes_ += charge;
   pending_[f->ino_].emplace(job->seq, Range{off, end});
   queue_.push_back(std::move(job));
   lock.unlock();
   work_cv_.notify_one();
+}
+
+bool WriteBehindQueue::GatherLocked(const std::shared_ptr<File>& f, uint64_t off,
+                                    std::span<const uint8_t> buf) {
+  if (queue_.empty()) return false;
+  Job& last = *queue_.back();
+  if (last.ino != f->ino_ || last.off + last.data.size() != off ||
+      last.data.size() + buf.size() > kMaxGather) {
+    return false;
+  }
+  last.data.insert(last.data.end(), buf.begin(), buf.end());
+  if (std::find(last.files.begin(), last.files.end(), f) == last.files.end()) {
+    last.files.push_back(f);
+  }
+  pending_[last.ino][last.seq].end = off + buf.size();
+  last.charged += buf.size();
+  bytes_ += buf.size();
+  return true;
 }
 
 void WriteBehindQueue::WaitIno(uint64_t ino) {
@@ -80,13 +102,15 @@ void WriteBehindQueue::Work() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    Status st = striper_->Write(job->file->layout_, job->off, job->data);
+    Status st = striper_->Write(job->files[0]->layout_, job->off, job->data);
     if (!st.ok()) {
-      LOG_WARN("background write of inode " << job->file->ino_ << " at " << job->off << " ("
+      LOG_WARN("background write of inode " << job->ino << " at " << job->off << " ("
                                             << job->data.size() << " bytes) failed: "
                                             << st.ToString());
-      std::lock_guard<std::mutex> flock(job->file->mu_);
-      if (job->file->wb_error_.ok()) job->file->wb_error_ = std::move(st);
+      for (const std::shared_ptr<File>& f : job->files) {
+        std::lock_guard<std::mutex> flock(f->mu_);
+        if (f->wb_error_.ok()) f->wb_error_ = st;
+      }
     }
     Finish(*job);
   }
@@ -95,8 +119,8 @@ void WriteBehindQueue::Work() {
 void WriteBehindQueue::Finish(const Job& j) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    bytes_ -= j.data.size();
-    auto it = pending_.find(j.file->ino_);
+    bytes_ -= j.charged;
+    auto it = pending_.find(j.ino);
     it->second.erase(j.seq);
     if (it->second.empty()) pending_.erase(it);
   }

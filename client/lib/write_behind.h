@@ -2,12 +2,19 @@
 // background (issue 6: the strided unaligned write waited for one OSS round
 // trip per write(2)).
 //
+// Gathering: a write that starts where the last queued (not yet sent) job of
+// the same inode ends is appended to it, up to kMaxGather bytes, so a
+// sequence of small adjacent writes (also from several handles: the kernel
+// serialises writes that extend a file, so IOR's strided tasks arrive in
+// file order) goes out as stripe-sized OSS calls.
+//
 // Submit copies the caller's bytes into a job and queues it; a small pool of
 // worker threads sends each job through the Striper (all stripes in
 // parallel, with its retry rules), so many writes are in flight while the
 // application goes on. Memory is bounded: queued and running jobs hold at
 // most max_bytes of data (a single larger write is admitted alone), and
-// Submit waits for room (back-pressure on the writer).
+// Submit waits for room (back-pressure on the writer). Each job counts at
+// least kMinCharge bytes, so the jobs' own overhead is bounded too.
 //
 // Order: a write that overlaps a pending write of the same inode waits until
 // that one has finished, so a later write to the same bytes always lands
@@ -52,16 +59,29 @@ class WriteBehindQueue {
   uint64_t bytes_pending() const;
 
  private:
+  // Adjacent writes are gathered into one job up to this many bytes.
+  static constexpr uint64_t kMaxGather = 1 << 20;
+  // What a job costs the window at least, so that tiny writes cannot queue
+  // millions of jobs: the job's own overhead stays under 4% of the window.
+  static constexpr uint64_t kMinCharge = 4096;
+
   struct Job {
-    std::shared_ptr<File> file;
+    uint64_t ino = 0;
+    // The handles whose writes it carries (one, or more when gathered): a
+    // failure is remembered on each.
+    std::vector<std::shared_ptr<File>> files;
     uint64_t seq = 0;
     uint64_t off = 0;
     std::vector<uint8_t> data;
+    uint64_t charged = 0;  // what it holds of bytes_
   };
   struct Range {
     uint64_t off = 0, end = 0;
   };
   bool OverlapsLocked(uint64_t ino, uint64_t off, uint64_t end) const;
+  // Appends the write to the last queued job if it continues it (same inode,
+  // starts where it ends, not yet taken by a worker). REQUIRES: mu_ held.
+  bool GatherLocked(const std::shared_ptr<File>& f, uint64_t off, std::span<const uint8_t> buf);
   void Work();
   void Finish(const Job& j);
 
