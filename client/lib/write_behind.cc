@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <utility>
 
 #include "client/lib/io.h"
@@ -28,10 +29,10 @@ WriteBehindQueue::~WriteBehindQueue() {
 bool WriteBehindQueue::OverlapsLocked(uint64_t ino, uint64_t off, uint64_t end) const {
   auto it = pending_.find(ino);
   if (it == pending_.end()) return false;
-  for (const auto& [seq, r] : it->second) {
-    if (r.off < end && off < r.end) return true;
-  }
-  return false;
+  const std::map<uint64_t, uint64_t>& ranges = it->second.by_off;
+  auto next = ranges.lower_bound(off);  // the first range starting at or after off
+  if (next != ranges.end() && next->first < end) return true;
+  return next != ranges.begin() && std::prev(next)->second > off;
 }
 
 void WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
@@ -42,9 +43,11 @@ void WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
   std::unique_lock<std::mutex> lock(mu_);
   // Room (a write larger than the window goes alone) and no overlap with a
   // pending write of this inode, which must land first.
+  ++waiters_;
   done_cv_.wait(lock, [&] {
     return (bytes_ == 0 || bytes_ + charge <= max_bytes_) && !OverlapsLocked(f->ino_, off, end);
   });
+  --waiters_;
   if (GatherLocked(f, off, buf)) return;
   auto job = std::make_unique<Job>();
   job->ino = f->ino_;
@@ -54,7 +57,9 @@ void WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
   job->seq = next_seq_++;
   job->charged = charge;
   bytes_ += charge;
-  pending_[f->ino_].emplace(job->seq, Range{off, end});
+  InoPending& p = pending_[f->ino_];
+  p.by_seq.emplace(job->seq, off);
+  p.by_off.emplace(off, end);
   queue_.push_back(std::move(job));
   lock.unlock();
   work_cv_.notify_one();
@@ -72,7 +77,7 @@ bool WriteBehindQueue::GatherLocked(const std::shared_ptr<File>& f, uint64_t off
   if (std::find(last.files.begin(), last.files.end(), f) == last.files.end()) {
     last.files.push_back(f);
   }
-  pending_[last.ino][last.seq].end = off + buf.size();
+  pending_[last.ino].by_off[last.off] = off + buf.size();
   last.charged += buf.size();
   bytes_ += buf.size();
   return true;
@@ -81,10 +86,12 @@ bool WriteBehindQueue::GatherLocked(const std::shared_ptr<File>& f, uint64_t off
 void WriteBehindQueue::WaitIno(uint64_t ino) {
   std::unique_lock<std::mutex> lock(mu_);
   const uint64_t target = next_seq_;  // every seq below was submitted before this call
+  ++waiters_;
   done_cv_.wait(lock, [&] {
     auto it = pending_.find(ino);
-    return it == pending_.end() || it->second.begin()->first >= target;
+    return it == pending_.end() || it->second.by_seq.begin()->first >= target;
   });
+  --waiters_;
 }
 
 uint64_t WriteBehindQueue::bytes_pending() const {
@@ -117,14 +124,17 @@ void WriteBehindQueue::Work() {
 }
 
 void WriteBehindQueue::Finish(const Job& j) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     bytes_ -= j.charged;
     auto it = pending_.find(j.ino);
-    it->second.erase(j.seq);
-    if (it->second.empty()) pending_.erase(it);
+    it->second.by_seq.erase(j.seq);
+    it->second.by_off.erase(j.off);
+    if (it->second.by_seq.empty()) pending_.erase(it);
+    wake = waiters_ > 0;
   }
-  done_cv_.notify_all();
+  if (wake) done_cv_.notify_all();
 }
 
 }  // namespace sfs::client

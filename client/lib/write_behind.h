@@ -75,8 +75,11 @@ class WriteBehindQueue {
     std::vector<uint8_t> data;
     uint64_t charged = 0;  // what it holds of bytes_
   };
-  struct Range {
-    uint64_t off = 0, end = 0;
+  // An inode's pending writes: disjoint ranges (an overlapping write waits),
+  // so the overlap check is two lookups in by_off.
+  struct InoPending {
+    std::map<uint64_t, uint64_t> by_seq;  // submission number -> start offset
+    std::map<uint64_t, uint64_t> by_off;  // start offset -> end
   };
   bool OverlapsLocked(uint64_t ino, uint64_t off, uint64_t end) const;
   // Appends the write to the last queued job if it continues it (same inode,
@@ -92,7 +95,8 @@ class WriteBehindQueue {
   std::condition_variable done_cv_;  // a job finished
   std::deque<std::unique_ptr<Job>> queue_;  // GUARDED_BY(mu_)
   // Pending (queued or running) writes per inode, by submission number.
-  std::unordered_map<uint64_t, std::map<uint64_t, Range>> pending_;  // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, InoPending> pending_;  // GUARDED_BY(mu_)
+  int waiters_ = 0;         // GUARDED_BY(mu_): threads waiting on done_cv_
   uint64_t next_seq_ = 1;   // GUARDED_BY(mu_)
   uint64_t bytes_ = 0;      // GUARDED_BY(mu_)
   bool stop_ = false;       // GUARDED_BY(mu_)
