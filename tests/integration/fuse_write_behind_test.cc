@@ -7,14 +7,20 @@
 // is reported by fsync or close, never lost silently.
 //
 // Mounts use a small window (-o write_behind_kb=256) so that the writers
-// also wait for room (back-pressure) during the tests.
+// also wait for room (back-pressure) during the tests; the last test checks
+// the bound itself through libsfs with every OSS stopped.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
 #include <algorithm>
+#include <atomic>
+#include <fstream>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -220,6 +226,60 @@ TEST_F(FuseWriteBehindTest, ABackgroundWriteToAKilledOssFailsAtTheNextWriteClose
   EXPECT_EQ(ErrnoOf(close(fb)), EIO) << "close must report the failed background write";
   EXPECT_EQ(ErrnoOf(fsync(fa)), EIO) << "fsync must report the failed background write";
   close(fa);
+}
+
+// The window bounds memory: with every OSS stopped, a libsfs writer with a
+// 1 MiB window gets exactly four 256 KiB writes acknowledged, then sleeps
+// until the OSSes answer again; then all eight land and read back.
+TEST_F(FuseWriteBehindTest, AWriterWaitsForRoomOnceTheWindowIsFull) {
+  MountAll(1);
+  client::Options o;
+  o.mds_address = cluster().mds_address();
+  o.rpc_timeout = std::chrono::milliseconds(60000);
+  o.write_behind_bytes = 1 << 20;
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto dir = (*c)->ResolvePath(kRoot, "/d");
+  ASSERT_TRUE(dir.ok());
+  client::Attr a;
+  auto f = (*c)->Create(kRoot, dir->ino, "w", 0644, O_WRONLY | O_CREAT, &a);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::mt19937_64 rng(PerTestSeed());
+  constexpr size_t kWrite = 256 * 1024;
+  std::vector<uint8_t> data = RandomBytes(rng, 8 * kWrite);
+  for (int i = 0; i < cluster().num_oss(); ++i) ASSERT_TRUE(cluster().KillOss(i, SIGSTOP).ok());
+  std::atomic<int> acked{0};
+  std::atomic<pid_t> tid{0};
+  std::thread writer([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    for (size_t i = 0; i < 8; ++i) {
+      auto n = (*c)->WriteBehind(*f, i * kWrite, std::span(data).subspan(i * kWrite, kWrite));
+      if (!n.ok()) return;
+      ++acked;
+    }
+  });
+  auto sleeping = [&] {
+    std::ifstream st("/proc/self/task/" + std::to_string(tid.load()) + "/stat");
+    std::string line;
+    std::getline(st, line);
+    size_t paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'S';
+  };
+  bool full = PollUntil([&] { return tid != 0 && acked == 4 && sleeping(); },
+                        std::chrono::seconds(30));
+  EXPECT_TRUE(full) << "acknowledged " << acked << " writes of 256 KiB with a 1 MiB window";
+  EXPECT_EQ(acked, 4);
+  for (int i = 0; i < cluster().num_oss(); ++i) ASSERT_TRUE(cluster().KillOss(i, SIGCONT).ok());
+  writer.join();
+  EXPECT_EQ(acked, 8);
+  ASSERT_TRUE((*c)->Close(*f).ok());
+  std::vector<uint8_t> back(data.size());
+  auto r = client_->Open(kRoot, a.ino, O_RDONLY, nullptr);
+  ASSERT_TRUE(r.ok());
+  auto n = client_->Read(**r, 0, back);
+  ASSERT_TRUE(n.ok() && *n == data.size()) << n.status().ToString();
+  EXPECT_EQ(FirstDifference(back, data), -1);
+  (void)client_->Close(*r);
 }
 
 }  // namespace
