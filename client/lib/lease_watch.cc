@@ -19,12 +19,17 @@ LeaseWatch::LeaseWatch(MdsClient* mds, InvalidationFn handler)
 LeaseWatch::~LeaseWatch() { Stop(); }
 
 void LeaseWatch::Stop() {
+  uint64_t acked = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
+    if (stop_ && !thread_.joinable()) return;
     stop_ = true;
+    acked = acked_;
     cv_.notify_all();
   }
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  (void)mds_->Watch(acked, std::chrono::milliseconds(1));  // supersedes the held poll
+  thread_.join();
 }
 
 bool LeaseWatch::SleepFor(std::chrono::milliseconds d) {
@@ -60,6 +65,8 @@ void LeaseWatch::Loop() {
       }
     }
     ack = batch->seq;  // sent with the next poll: after every handler returned
+    std::lock_guard<std::mutex> l(mu_);
+    acked_ = ack;
   }
 }
 

@@ -29,7 +29,9 @@ class LeaseWatch {
   ~LeaseWatch();  // Stop()
   LeaseWatch(const LeaseWatch&) = delete;
   LeaseWatch& operator=(const LeaseWatch&) = delete;
-  // Ends the thread; waits for a poll in progress (at most about 2 s). Idempotent.
+  // Ends the thread. A poll held by the MDS is cut short: a second, 1 ms poll
+  // (acking only what was applied) makes the MDS answer the held one at once,
+  // as it answers a superseded poll. Idempotent.
   void Stop();
 
  private:
@@ -41,6 +43,7 @@ class LeaseWatch {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // GUARDED_BY(mu_)
+  uint64_t acked_ = 0;  // GUARDED_BY(mu_): every batch up to this seq was applied
   std::thread thread_;
 };
 

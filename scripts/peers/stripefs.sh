@@ -20,7 +20,18 @@ stripefs_mount() {
   wait_for 20 "sfs-mount" mountpoint -q "$1"
 }
 
-stripefs_remount() { unmount_dir "$1"; stripefs_mount "$1"; }
+# The old sfs-mount is waited for (it flushes and closes after the unmount), so it
+# does not run beside the new one and stripefs_pids names the new one.
+stripefs_remount() {
+  local old t0=$SECONDS
+  old=$(pid_of_mount sfs-mount "$1") || old=""
+  unmount_dir "$1"
+  if [ -n "$old" ]; then
+    timeout 20 tail --pid="$old" -s 0.1 -f /dev/null 2>/dev/null || echo "sfs-mount $old still running 20 s after unmount"
+    [ $((SECONDS - t0)) -ge 3 ] && echo "sfs-mount $old took $((SECONDS - t0)) s to exit after unmount"
+  fi
+  stripefs_mount "$1"
+}
 
 # The second client: another sfs-mount process of the same MDS.
 stripefs_mount2() { stripefs_mount "$1"; }
