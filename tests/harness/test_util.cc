@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -143,6 +145,22 @@ bool ReadFile(const std::string& path, std::string* out) {
   os << in.rdbuf();
   *out = os.str();
   return true;
+}
+
+std::string SfsBinary() {
+  if (const char* p = getenv("SFS_CLI_BIN")) return p;
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() /
+         "tools/sfs";
+}
+
+int RunShell(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 }  // namespace sfs::testing

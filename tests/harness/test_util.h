@@ -74,4 +74,10 @@ bool WriteFile(const std::string& path, const std::string& data);
 // Reads all of path into *out; false if it cannot be opened.
 bool ReadFile(const std::string& path, std::string* out);
 
+// The sfs CLI: $SFS_CLI_BIN, else <build dir>/tools/sfs beside this test's tests/.
+std::string SfsBinary();
+// Runs a shell command; returns its exit status (-1 if it did not exit),
+// with its stdout and stderr appended to *out.
+int RunShell(const std::string& cmd, std::string* out);
+
 }  // namespace sfs::testing

@@ -33,12 +33,6 @@ struct SfsRun {
   std::string out, err;
 };
 
-// The sfs binary: $SFS_CLI_BIN, else <build dir>/tools/sfs next to this test's tests/.
-std::string SfsBinary() {
-  if (const char* e = getenv("SFS_CLI_BIN")) return e;
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() / "tools/sfs";
-}
-
 class CliTest : public MountedTest<CliTest> {
  public:
   static ClusterOptions Options() {

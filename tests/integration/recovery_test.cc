@@ -48,23 +48,6 @@ std::vector<uint8_t> ChunkBytes(int w, size_t i) {
   return b;
 }
 
-std::string SfsBinary() {
-  if (const char* p = getenv("SFS_CLI_BIN")) return p;
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() /
-         "tools/sfs";
-}
-
-// Runs a command, returning its exit status and (in *out) stdout+stderr.
-int RunShell(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 // The pid of the sfs-mount serving dir, or -1.
 pid_t MountPid(const std::string& dir) {
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {

@@ -27,23 +27,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string SfsBinary() {
-  if (const char* p = getenv("SFS_CLI_BIN")) return p;
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() /
-         "tools/sfs";
-}
-
-// Runs a shell command; its exit status, with its stdout and stderr in *out.
-int RunShell(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 class StaleObjectTest : public ClusterPerTest {
  protected:
   ClusterOptions Options() override {
