@@ -2,7 +2,7 @@
 # Side-by-side benchmark: StripeFS next to MooseFS, GlusterFS, CephFS and a local directory.
 #
 #   scripts/bench-peers.sh [--peers stripefs,fuse-passthrough,local,moosefs,glusterfs,ceph] [--quick]
-#                          [--dir DIR] [--servers N] [--build BUILD_DIR] [--keep]
+#                          [--dir DIR] [--servers N] [--build BUILD_DIR] [--keep] [--runs N]
 #
 # Sets up each system on this machine, from Debian 12 packages (installed here when
 # missing), with the same number of data servers (N, default 2: StripeFS OSSes, MooseFS
@@ -34,6 +34,7 @@ DIR=/tmp/sfs-peers
 NSERVERS=2
 QUICK=0
 KEEP=0
+RUNS=1   # --runs N: the one-mount suite N times per peer; the table shows medians
 BUILD=${BUILD_DIR:-$ROOT/build}
 NETNS=sfs-peers
 NS_MFS_ADDR=192.0.2.1   # TEST-NET-1, only ever on the namespace's lo
@@ -52,11 +53,13 @@ parse_opts() {
       --build) BUILD=${2:?--build needs a path}; shift 2 ;;
       --quick) QUICK=1; shift ;;
       --keep) KEEP=1; shift ;;
+      --runs) RUNS=${2:?--runs needs a number}; shift 2 ;;
       -h|--help) usage ;;
       *) echo "bench-peers.sh: unknown option: $1" >&2; usage ;;
     esac
   done
   [[ "$NSERVERS" =~ ^[1-9][0-9]*$ ]] || die "--servers wants a positive number"
+  [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "--runs wants a positive number"
   local p
   for p in ${PEERS//,/ }; do
     [[ ",$ALL_PEERS," == *",$p,"* ]] || die "unknown peer '$p' (known: $ALL_PEERS)"

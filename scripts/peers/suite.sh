@@ -107,10 +107,10 @@ step() {
   fi
   echo "$ $BENCH $*" >>"$DIR/logs/$name.suite.log"
   local cpu=0
-  [[ "$CPU_STEPS" == *" $key "* ]] && cpu=1
+  [[ "$CPU_STEPS" == *" $key "* ]] && [ -z "${SUFFIX:-}" ] && cpu=1
   [ $cpu = 1 ] && cpu_snapshot "$name" >"$RESULTS/$name/$key.cpu_before"
   timeout -s INT -k 30 "$STEP_TIMEOUT" "$BENCH" "$@" --json \
-    >"$RESULTS/$name/$key.json" 2>>"$DIR/logs/$name.suite.log" || rc=$?
+    >"$RESULTS/$name/$key${SUFFIX:-}.json" 2>>"$DIR/logs/$name.suite.log" || rc=$?
   if [ $cpu = 1 ]; then
     cpu_snapshot "$name" >"$RESULTS/$name/$key.cpu_after"
     local phase="write"; [ "$key" = fpp_r ] && phase="read"
@@ -124,7 +124,18 @@ step() {
   log "$name: $key done in $((SECONDS - t0)) s"
 }
 
+# run_suite NAME MNT: the one-mount suite RUNS times; run r > 1 writes KEY.rR.json.
 run_suite() {
+  local r ok=0
+  for ((r = 1; r <= RUNS; r++)); do
+    SUFFIX=""; [ "$r" -gt 1 ] && SUFFIX=".r$r"
+    suite_once "$1" "$2" || ok=1
+  done
+  SUFFIX=""
+  return $ok
+}
+
+suite_once() {
   local n=$1 m=$2 ok=0 io=(ior -a POSIX -np $NTASKS)
   mkdir -p "$m/md"
   # File per process, 1 MiB transfers, fsync; read cold.
@@ -276,11 +287,17 @@ value() {
     awk -v r="$3" '$1 == r { print $2 }' "$RESULTS/$1/$2.cpu" 2>/dev/null || true
     return 0
   fi
-  local f="$RESULTS/$1/$2.json" field=bw_mib_s
+  local f field=bw_mib_s v=()
   [ "$4" = ops ] && field=ops_per_s
-  [ -s "$f" ] || return 0
-  jq -r --arg p "$3" --arg k "$field" \
-    'if .ok then (.phases[] | select(.phase == $p) | .[$k].mean) else empty end' "$f" 2>/dev/null || true
+  # The median over the runs (KEY.json, KEY.r2.json, ...; --runs), or the one run.
+  for f in "$RESULTS/$1/$2.json" "$RESULTS/$1/$2".r*.json; do
+    [ -s "$f" ] || continue
+    v+=($(jq -r --arg p "$3" --arg k "$field" \
+      'if .ok then (.phases[] | select(.phase == $p) | .[$k].mean) else empty end' "$f" 2>/dev/null || true))
+  done
+  [ ${#v[@]} = 0 ] && return 0
+  printf '%s\n' "${v[@]}" | sort -g |
+    awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
 fmt_num() {
