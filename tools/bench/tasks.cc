@@ -304,6 +304,20 @@ TaskRunResult RunTasks(int ntasks, const std::function<int(TaskContext&)>& body)
   }
   Parent parent(kids);
   parent.Loop(sig.wait_mask(), &res);
+  // A Ctrl-C that reached us after the last wait (the tasks it killed closed
+  // their pipes, so the loop ended without waiting again) is still pending,
+  // blocked: take it now, or restoring the default action in ~SignalScope
+  // would let it kill us before the files are cleaned up.
+  sigset_t ours, pending;
+  sigemptyset(&ours);
+  sigaddset(&ours, SIGINT);
+  sigaddset(&ours, SIGTERM);
+  timespec zero{0, 0};
+  while (sigpending(&pending) == 0 &&
+         (sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM))) {
+    if (sigtimedwait(&ours, nullptr, &zero) > 0) res.interrupted = true;
+  }
+  if (g_interrupted) res.interrupted = true;
   for (Child& c : kids) {
     if (c.down >= 0) ::close(c.down);
   }
