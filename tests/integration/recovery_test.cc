@@ -17,6 +17,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -253,6 +254,49 @@ struct WriterState {
   char error[256] = {};
 };
 
+// n writer processes, forked at construction, each running body(w, state)
+// with its WriterState in memory shared with this process.
+class ForkedWriters {
+ public:
+  ForkedWriters(int n, const std::function<void(int, WriterState*)>& body) : n_(n) {
+    mem_ = mmap(nullptr, Bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem_ == MAP_FAILED) return;
+    state_ = new (mem_) WriterState[n];
+    for (int w = 0; w < n; ++w) {
+      pid_t pid = fork();
+      if (pid == 0) {
+        body(w, &state_[w]);
+        _exit(0);
+      }
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~ForkedWriters() {
+    Wait();
+    if (mem_ != MAP_FAILED) munmap(mem_, Bytes());
+  }
+  // All forked and their state mapped.
+  bool ok() const { return mem_ != MAP_FAILED && static_cast<int>(pids_.size()) == n_; }
+  WriterState& state(int w) { return state_[w]; }
+  // Pieces written so far by all writers.
+  size_t Written() const {
+    size_t total = 0;
+    for (int w = 0; w < n_; ++w) total += state_[w].done.load();
+    return total;
+  }
+  void Wait() {
+    for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
+    pids_.clear();
+  }
+
+ private:
+  size_t Bytes() const { return sizeof(WriterState) * n_; }
+  const int n_;
+  void* mem_ = MAP_FAILED;
+  WriterState* state_ = nullptr;
+  std::vector<pid_t> pids_;
+};
+
 void Writer(const std::string& path, int w, size_t chunks, WriterState* st) {
   int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
   if (fd < 0) {
@@ -283,40 +327,24 @@ TEST_F(RecoveryTest, AnOssKilledUnderFsyncingWritersLosesNoFsyncedByte) {
   constexpr int kWriters = 4;
   constexpr size_t kChunks = 48;
   std::string dir = StripedDir("ior");
-  void* mem = mmap(nullptr, sizeof(WriterState) * kWriters, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* state = new (mem) WriterState[kWriters];
-  std::vector<pid_t> pids;
-  for (int w = 0; w < kWriters; ++w) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      Writer(dir + "/w" + std::to_string(w), w, kChunks, &state[w]);
-      _exit(0);
-    }
-    pids.push_back(pid);
-  }
-  auto written = [&] {
-    size_t n = 0;
-    for (int w = 0; w < kWriters; ++w) n += state[w].done.load();
-    return n;
-  };
-  bool started = PollUntil([&] { return written() >= 20; }, milliseconds(30000));
+  ForkedWriters writers(kWriters, [&](int w, WriterState* st) {
+    Writer(dir + "/w" + std::to_string(w), w, kChunks, st);
+  });
+  ASSERT_TRUE(writers.ok());
+  bool started = PollUntil([&] { return writers.Written() >= 20; }, milliseconds(30000));
   Status killed = cluster().KillOss(1, SIGKILL);
   std::this_thread::sleep_for(milliseconds(1000));
   Status restarted = killed.ok() ? cluster().RestartOss(1) : killed;
-  for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+  writers.Wait();
   ASSERT_TRUE(started);
   ASSERT_TRUE(restarted.ok()) << restarted.ToString();
   std::vector<size_t> synced, done;
   std::vector<std::string> errors;
   for (int w = 0; w < kWriters; ++w) {
-    synced.push_back(state[w].synced);
-    done.push_back(state[w].done);
-    errors.push_back(state[w].error);
+    synced.push_back(writers.state(w).synced);
+    done.push_back(writers.state(w).done);
+    errors.push_back(writers.state(w).error);
   }
-  munmap(mem, sizeof(WriterState) * kWriters);
   for (int w = 0; w < kWriters; ++w) {
     EXPECT_EQ(errors[w], "") << "writer " << w << " (an OSS restart must be invisible)";
     auto f = client_->ResolvePath(kRoot, "/ior/w" + std::to_string(w));
@@ -381,25 +409,11 @@ TEST_F(RecoveryTest, AnOssKilledDuringASharedFileStridedWriteIsInvisible) {
   int created = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
   ASSERT_GE(created, 0) << strerror(errno);
   ASSERT_EQ(close(created), 0);
-  void* mem = mmap(nullptr, sizeof(WriterState) * kWriters, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* state = new (mem) WriterState[kWriters];
-  std::vector<pid_t> pids;
-  for (int w = 0; w < kWriters; ++w) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      StridedWriter(path, w, kWriters, kBlocks, &state[w]);
-      _exit(0);
-    }
-    pids.push_back(pid);
-  }
-  auto written = [&] {
-    size_t n = 0;
-    for (int w = 0; w < kWriters; ++w) n += state[w].done.load();
-    return n;
-  };
+  ForkedWriters writers(kWriters, [&](int w, WriterState* st) {
+    StridedWriter(path, w, kWriters, kBlocks, st);
+  });
+  ASSERT_TRUE(writers.ok());
+  auto written = [&] { return writers.Written(); };
   bool started = PollUntil([&] { return written() >= 24; }, milliseconds(30000));
   Status killed = cluster().KillOss(1, SIGKILL);
   std::this_thread::sleep_for(milliseconds(1000));
@@ -409,11 +423,10 @@ TEST_F(RecoveryTest, AnOssKilledDuringASharedFileStridedWriteIsInvisible) {
   bool resumed = PollUntil([&] { return written() > at_restart || written() == kWriters * kBlocks; },
                            milliseconds(30000), milliseconds(5));
   auto resumed_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - restart).count();
-  for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+  writers.Wait();
   std::vector<std::string> errors;
-  for (int w = 0; w < kWriters; ++w) errors.push_back(state[w].error);
+  for (int w = 0; w < kWriters; ++w) errors.push_back(writers.state(w).error);
   size_t total = written();
-  munmap(mem, sizeof(WriterState) * kWriters);
   ASSERT_TRUE(started);
   ASSERT_TRUE(restarted.ok()) << restarted.ToString();
   EXPECT_TRUE(resumed);
