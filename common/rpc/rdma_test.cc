@@ -21,6 +21,7 @@
 #include "common/net/rdma_wire.h"
 #include "common/rpc/admission.h"
 #include "common/rpc/testing/echo_handler.h"
+#include "common/rpc/testing/rdma_test_env.h"
 
 namespace sfs::rpc {
 namespace {
@@ -357,16 +358,8 @@ TEST(RdmaWireTest, AssemblerSplitsAStreamCutAtEveryByteIntoTheSameFrames) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  const char* addr = std::getenv("SFS_RDMA_ADDR");
-  if (addr == nullptr) addr = std::getenv("RDMA_VM_ADDR");
-  bool dev = sfs::rpc::RdmaDeviceAvailable();
-  if (!dev || addr == nullptr) {
-    std::fprintf(stderr,
-                 "rdma_test: %s. This test needs an RDMA device; run it inside the soft-RoCE VM:\n"
-                 "  ../shared/rdma-vm/run <build>/common/rdma_test\n",
-                 !dev ? "no RDMA device" : "neither SFS_RDMA_ADDR nor RDMA_VM_ADDR is set");
-    return 1;
-  }
+  const char* addr = sfs::rpc::test_support::RdmaTestAddress("rdma_test");
+  if (addr == nullptr) return 1;
   sfs::rpc::g_host = addr;
   return RUN_ALL_TESTS();
 }

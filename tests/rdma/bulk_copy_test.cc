@@ -14,6 +14,7 @@
 #include <random>
 
 #include "common/net/rdma_transport.h"
+#include "common/rpc/testing/rdma_test_env.h"
 #include "common/rpc/bulk_copy_stats.h"
 #include "oss.pb.h"
 #include "oss/service/oss_service.h"
@@ -141,14 +142,8 @@ TEST_F(BulkCopyTest, UnalignedWritesAndInlineReplyBulkAreCountedAsCopies) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  const char* addr = std::getenv("SFS_RDMA_ADDR");
-  if (addr == nullptr) addr = std::getenv("RDMA_VM_ADDR");
-  bool dev = sfs::rpc::RdmaDeviceAvailable();
-  if (!dev || addr == nullptr) {
-    std::fprintf(stderr, "bulk_copy_test: %s. It needs an RDMA device; run it inside the soft-RoCE VM.\n",
-                 !dev ? "no RDMA device" : "neither SFS_RDMA_ADDR nor RDMA_VM_ADDR is set");
-    return 1;
-  }
+  const char* addr = sfs::rpc::test_support::RdmaTestAddress("bulk_copy_test");
+  if (addr == nullptr) return 1;
   sfs::rpc::g_host = addr;
   return RUN_ALL_TESTS();
 }

@@ -34,6 +34,7 @@
 
 #include "client/lib/client.h"
 #include "common/net/rdma_transport.h"
+#include "common/rpc/testing/rdma_test_env.h"
 
 namespace sfs {
 namespace {
@@ -347,14 +348,8 @@ TEST_F(RdmaClusterTest, OssRestartedMidStreamGivesSuccessOrEioNeverWrongData) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  const char* addr = std::getenv("SFS_RDMA_ADDR");
-  if (addr == nullptr) addr = std::getenv("RDMA_VM_ADDR");
-  if (!sfs::rpc::RdmaDeviceAvailable() || addr == nullptr) {
-    std::fprintf(stderr,
-                 "rdma_cluster_test: needs an RDMA device and $RDMA_VM_ADDR; run it in the VM:\n"
-                 "  ../shared/rdma-vm/run meson test -C BUILD --setup rdma --suite rdma\n");
-    return 1;
-  }
+  const char* addr = sfs::rpc::test_support::RdmaTestAddress("rdma_cluster_test");
+  if (addr == nullptr) return 1;
   sfs::g_host = addr;
   signal(SIGPIPE, SIG_IGN);
   return RUN_ALL_TESTS();
