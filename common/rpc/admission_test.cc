@@ -23,37 +23,6 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kMiB = 1024 * 1024;
 
-// "sleep" blocks a worker until Release(); "hold" keeps the ReplyFn (no
-// worker) until AnswerHeld() or DropHeld(); the rest echo.
-class BlockingHandler : public EchoHandler {
- public:
-  void HandleAsync(Request& req, ReplyFn done) override {
-    if (req.payload == "hold") {
-      std::lock_guard<std::mutex> l(mu);
-      held.push_back(std::move(done));
-      return;
-    }
-    EchoHandler::HandleAsync(req, std::move(done));
-  }
-  void AnswerHeld() {
-    for (auto& fn : TakeHeld()) fn(Reply{"late", {}});
-  }
-  void DropHeld() { TakeHeld(); }
-  size_t Held() {
-    std::lock_guard<std::mutex> l(mu);
-    return held.size();
-  }
-
- private:
-  std::vector<ReplyFn> TakeHeld() {
-    std::vector<ReplyFn> fns;
-    std::lock_guard<std::mutex> l(mu);
-    fns.swap(held);
-    return fns;
-  }
-  std::vector<ReplyFn> held;  // GUARDED_BY(mu)
-};
-
 class AdmissionTest : public ::testing::Test {
  protected:
   void Start(uint64_t server_limit, uint64_t conn_limit, int workers = 32) {
@@ -82,7 +51,7 @@ class AdmissionTest : public ::testing::Test {
     handler_.Release();
     if (server_) server_->Stop();
   }
-  BlockingHandler handler_;
+  EchoHandler handler_;  // "sleep" and "hold" calls wait for the test
   std::unique_ptr<Server> server_;
   std::unique_ptr<IoContext> io_;
 };

@@ -199,31 +199,13 @@ TEST(RpcGarbagePeerTest, ClientBacksOffInsteadOfReconnectingInATightLoop) {
   EXPECT_GE(accepts.load(), 2);
 }
 
-// Holds every "hold" call until "release"; answers the rest at once.
+// EchoHandler that also answers every held call ("late") on "release".
 class HoldingHandler : public EchoHandler {
  public:
   void HandleAsync(Request& req, ReplyFn done) override {
-    if (req.payload == "hold") {
-      std::lock_guard<std::mutex> l(mu);
-      held.push_back(std::move(done));
-      return;
-    }
     if (req.payload == "release") AnswerHeld("late");
     EchoHandler::HandleAsync(req, std::move(done));
   }
-  void AnswerHeld(const std::string& payload) {
-    std::vector<ReplyFn> fns;
-    {
-      std::lock_guard<std::mutex> l(mu);
-      fns.swap(held);
-    }
-    for (auto& fn : fns) fn(Reply{payload, {}});
-  }
-  size_t Held() {
-    std::lock_guard<std::mutex> l(mu);
-    return held.size();
-  }
-  std::vector<ReplyFn> held;  // GUARDED_BY(mu)
 };
 
 class RpcHeldCallTest : public ::testing::Test {
