@@ -70,6 +70,17 @@ class FsckTest : public NamespaceTest {
     b.Delete(key);
     ASSERT_TRUE(store_->Write(b, true).ok());
   }
+  // Makes /s, whose files get one stripe each, on OST 0; its inode in *ino.
+  void MakeOneStripeDir(uint64_t* ino) {
+    auto s = Mkdir(kRootIno, "s");
+    ASSERT_TRUE(s.ok());
+    proto::SetLayoutReq set;
+    set.set_ino(s->ino());
+    set.mutable_layout()->set_stripe_count(1);
+    set.mutable_layout()->set_start_ost(0);
+    ASSERT_TRUE(ns_->SetLayout(RootCtx(), set).ok());
+    *ino = s->ino();
+  }
   // A fake OST dir for index 0 ("uuid-0" in the fixture's registry).
   std::string MakeOst() {
     std::string dir = dir_ + "-ost0";
@@ -141,17 +152,12 @@ TEST_F(FsckTest, AnOrphanRecordOfALinkedInodeIsDropped) {
 }
 
 TEST_F(FsckTest, ObjectsOnTheOstAreCrossCheckedWithTheLayouts) {
-  // One stripe on OST 0 for every file of /s.
-  auto s = Mkdir(kRootIno, "s");
-  proto::SetLayoutReq set;
-  set.set_ino(s->ino());
-  set.mutable_layout()->set_stripe_count(1);
-  set.mutable_layout()->set_start_ost(0);
-  ASSERT_TRUE(ns_->SetLayout(RootCtx(), set).ok());
+  uint64_t s = 0;
+  ASSERT_NO_FATAL_FAILURE(MakeOneStripeDir(&s));
   std::string ost = MakeOst();
   std::vector<uint64_t> oids;
   for (const char* name : {"a", "b"}) {
-    auto o = Create(s->ino(), name);
+    auto o = Create(s, name);
     ASSERT_TRUE(o.ok());
     ASSERT_EQ(o->layout().objects(0).ost(), 0u);
     oids.push_back(o->layout().objects(0).oid());
@@ -192,16 +198,12 @@ TEST_F(FsckTest, ObjectsOnTheOstAreCrossCheckedWithTheLayouts) {
 }
 
 TEST_F(FsckTest, AFlippedByteInAnObjectIsReportedAsItsChunkAndNotRepaired) {
-  auto s = Mkdir(kRootIno, "s");
-  proto::SetLayoutReq set;
-  set.set_ino(s->ino());
-  set.mutable_layout()->set_stripe_count(1);
-  set.mutable_layout()->set_start_ost(0);
-  ASSERT_TRUE(ns_->SetLayout(RootCtx(), set).ok());
+  uint64_t s = 0;
+  ASSERT_NO_FATAL_FAILURE(MakeOneStripeDir(&s));
   constexpr size_t kSize = 5 * 4096 + 123;  // the last chunk partly written
   std::vector<uint64_t> oids;
   for (const char* name : {"bad", "good"}) {
-    auto o = Create(s->ino(), name);
+    auto o = Create(s, name);
     ASSERT_TRUE(o.ok());
     oids.push_back(o->layout().objects(0).oid());
     proto::CloseReq close;
