@@ -13,7 +13,7 @@
 // that can read (O_RDONLY, O_RDWR, which may be mmapped shared) keep the
 // page cache. The kernel drops the written range from the page cache before
 // a direct write, and the node table keeps a later open from keeping pages
-// cached before it (NodeTable::DirectWriterOpened). The kernel does not
+// cached before it (NodeTable::OpenedForWrite). The kernel does not
 // remove privileges before a direct write (file_remove_privs): RemovePrivs
 // does, as the kernel would have.
 //
@@ -81,8 +81,7 @@ void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const c
   fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
   const bool writable = (fi->flags & O_ACCMODE) != O_RDONLY;
   fi->direct_io = (fi->flags & O_ACCMODE) == O_WRONLY;
-  if (writable) nodes_.OpenedForWrite(a.ino);
-  if (fi->direct_io) nodes_.DirectWriterOpened(a.ino);
+  if (writable) nodes_.OpenedForWrite(a.ino, fi->direct_io != 0);
   auto* h = new OpenFile{std::move(f), fi->direct_io != 0};
   fi->fh = reinterpret_cast<uint64_t>(h);
   int rc = 0;
@@ -96,8 +95,7 @@ void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const c
     // The open was interrupted: the kernel has no handle and will not release it.
     (void)client_->Close(h->file);
     delete h;
-    if (writable) nodes_.ClosedForWrite(a.ino);
-    if (fi->direct_io) nodes_.DirectWriterClosed(a.ino);
+    if (writable) nodes_.ClosedForWrite(a.ino, fi->direct_io != 0);
     if (with_entry) nodes_.Forget(a.ino, 1);
   }
 }
@@ -201,8 +199,7 @@ void FuseOps::OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void FuseOps::OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   std::unique_ptr<OpenFile> h(HandleOf(fi));
-  if ((fi->flags & O_ACCMODE) != O_RDONLY) nodes_.ClosedForWrite(ino);
-  if (h->direct) nodes_.DirectWriterClosed(ino);
+  if ((fi->flags & O_ACCMODE) != O_RDONLY) nodes_.ClosedForWrite(ino, h->direct);
   Status st = client_->Close(h->file);
   // close(2) has returned already; the kernel ignores a release error.
   if (!st.ok()) LOG_WARN("close of inode " << ino << " failed: " << st.ToString());

@@ -39,34 +39,27 @@ bool NodeTable::KeepCache(uint64_t ino, int64_t mtime_ns, uint64_t size) {
   return keep;
 }
 
-void NodeTable::OpenedForWrite(uint64_t ino) {
+void NodeTable::OpenedForWrite(uint64_t ino, bool direct) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(ino);
-  if (it != nodes_.end()) ++it->second.writers;
+  if (it == nodes_.end()) return;
+  ++it->second.writers;
+  if (direct) ++it->second.direct_writers;
 }
 
-void NodeTable::ClosedForWrite(uint64_t ino) {
+void NodeTable::ClosedForWrite(uint64_t ino, bool direct) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(ino);
-  if (it == nodes_.end() || it->second.writers == 0) return;
-  if (--it->second.writers == 0) {
-    it->second.no_caps = false;
-    ++it->second.xattr_gen;
+  if (it == nodes_.end()) return;
+  Node& n = it->second;
+  if (direct && n.direct_writers > 0) {
+    --n.direct_writers;
+    n.cached = false;  // its writes did not pass the pages cached here
   }
-}
-
-void NodeTable::DirectWriterOpened(uint64_t ino) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it != nodes_.end()) ++it->second.direct_writers;
-}
-
-void NodeTable::DirectWriterClosed(uint64_t ino) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end() || it->second.direct_writers == 0) return;
-  --it->second.direct_writers;
-  it->second.cached = false;  // its writes did not pass the pages cached here
+  if (n.writers > 0 && --n.writers == 0) {
+    n.no_caps = false;
+    ++n.xattr_gen;
+  }
 }
 
 void NodeTable::NoteMode(uint64_t ino, uint32_t mode) {

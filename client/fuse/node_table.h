@@ -11,8 +11,8 @@
 // Handles opened write-only use direct I/O: their writes go to the OSSes
 // without passing the page cache, so pages that readers of this mount cached
 // before may be stale after them. So no open keeps pages while such a handle
-// is open, nor the first open after it is released (DirectWriterOpened/
-// DirectWriterClosed), whatever mtime and size say. Direct writes also skip
+// is open, nor the first open after it is released (OpenedForWrite/
+// ClosedForWrite with direct), whatever mtime and size say. Direct writes also skip
 // the kernel's file_remove_privs, so sfs-mount does its work (fuse_file_ops.cc)
 // from what the table knows: NoCaps below, and the mode last handed to the
 // kernel (NoteMode), which is what the kernel would have judged by.
@@ -55,14 +55,11 @@ class NodeTable {
   // new basis either way. False for an inode the kernel holds no reference to.
   bool KeepCache(uint64_t ino, int64_t mtime_ns, uint64_t size);
 
-  // A handle open for writing was opened / released (see above).
-  void OpenedForWrite(uint64_t ino);
-  void ClosedForWrite(uint64_t ino);
-  // A handle writing around the page cache (direct I/O) was opened /
-  // released: KeepCache says false from then until an open after the last
-  // such release.
-  void DirectWriterOpened(uint64_t ino);
-  void DirectWriterClosed(uint64_t ino);
+  // A handle open for writing was opened / released (see above). direct: it
+  // writes around the page cache (direct I/O), so KeepCache says false from
+  // its open until an open after the last such release.
+  void OpenedForWrite(uint64_t ino, bool direct);
+  void ClosedForWrite(uint64_t ino, bool direct);
   // The kernel was given mode for ino (entry, attr and open replies).
   void NoteMode(uint64_t ino, uint32_t mode);
   // The set-id bits a write by a writer without CAP_FSETID must drop, by the

@@ -57,9 +57,9 @@ TEST(NodeTableTest, NoOpenKeepsPagesWhileADirectWriterIsOpenNorRightAfterIt) {
   NodeTable t;
   t.Ref(5);
   (void)t.KeepCache(5, 100, 4096);
-  t.DirectWriterOpened(5);
+  t.OpenedForWrite(5, /*direct=*/true);
   EXPECT_FALSE(t.KeepCache(5, 100, 4096));
-  t.DirectWriterClosed(5);
+  t.ClosedForWrite(5, /*direct=*/true);
   EXPECT_FALSE(t.KeepCache(5, 100, 4096));
   EXPECT_TRUE(t.KeepCache(5, 100, 4096));
 }
@@ -79,7 +79,7 @@ TEST(NodeTableTest, AWriteDropsSetuidAlwaysAndSetgidOnlyWithGroupExecute) {
 TEST(NodeTableTest, AbsentCapsAreRememberedUntilTheNextOpen) {
   NodeTable t;
   t.Ref(5);
-  t.OpenedForWrite(5);
+  t.OpenedForWrite(5, /*direct=*/false);
   EXPECT_FALSE(t.NoCaps(5));
   t.NoteNoCaps(5, t.XattrGeneration(5));
   EXPECT_TRUE(t.NoCaps(5));
@@ -90,12 +90,12 @@ TEST(NodeTableTest, AbsentCapsAreRememberedUntilTheNextOpen) {
 TEST(NodeTableTest, AbsentCapsAreForgottenAtTheLastWritableClose) {
   NodeTable t;
   t.Ref(5);
-  t.OpenedForWrite(5);
-  t.OpenedForWrite(5);
+  t.OpenedForWrite(5, /*direct=*/false);
+  t.OpenedForWrite(5, /*direct=*/false);
   t.NoteNoCaps(5, t.XattrGeneration(5));
-  t.ClosedForWrite(5);
+  t.ClosedForWrite(5, /*direct=*/false);
   EXPECT_TRUE(t.NoCaps(5));
-  t.ClosedForWrite(5);
+  t.ClosedForWrite(5, /*direct=*/false);
   EXPECT_FALSE(t.NoCaps(5));
 }
 
@@ -109,7 +109,7 @@ TEST(NodeTableTest, AbsentCapsAreNotRecordedWithoutAWriter) {
 TEST(NodeTableTest, AnXattrChangeForgetsAbsentCaps) {
   NodeTable t;
   t.Ref(5);
-  t.OpenedForWrite(5);
+  t.OpenedForWrite(5, /*direct=*/false);
   t.NoteNoCaps(5, t.XattrGeneration(5));
   t.XattrChanged(5);
   EXPECT_FALSE(t.NoCaps(5));
@@ -118,7 +118,7 @@ TEST(NodeTableTest, AnXattrChangeForgetsAbsentCaps) {
 TEST(NodeTableTest, AnAnswerThatRacedWithAnXattrChangeIsNotRemembered) {
   NodeTable t;
   t.Ref(5);
-  t.OpenedForWrite(5);
+  t.OpenedForWrite(5, /*direct=*/false);
   uint64_t gen = t.XattrGeneration(5);
   t.XattrChanged(5);  // a setxattr while the getxattr was at the MDS
   t.NoteNoCaps(5, gen);
