@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -102,15 +103,18 @@ client::Cred CredOf(fuse_req_t req) {
 FuseOps::FuseOps(std::unique_ptr<client::Client> client, FuseOptions opts)
     : client_(std::move(client)), opts_(opts) {}
 
+// With leases on, a directory's reply without a lease (the watch is not
+// active yet or again, or the reply raced a change) is cached no longer than
+// a file's: nobody would tell us of a change to it.
 double FuseOps::AttrTimeout(const client::Attr& a) const {
-  if (S_ISDIR(a.mode)) return opts_.attr_timeout;
   if (a.lease_ms > 0) return a.lease_ms / 1000.0;
+  if (S_ISDIR(a.mode) && !opts_.leases) return opts_.attr_timeout;
   return opts_.file_attr_timeout;
 }
 
 double FuseOps::EntryTimeout(const client::Attr& a) const {
-  if (S_ISDIR(a.mode)) return opts_.entry_timeout;
   if (a.lease_ms > 0) return a.lease_ms / 1000.0;
+  if (S_ISDIR(a.mode) && !opts_.leases) return opts_.entry_timeout;
   return opts_.file_entry_timeout;
 }
 
@@ -129,7 +133,11 @@ void FuseOps::StopLeases() {
 }
 
 // ENOENT (the kernel has nothing cached under that name or inode) is fine.
+// A directory named by the item stops being complete before the kernel
+// hears of it, so no LOOKUP answered here afterwards misses the change.
 void FuseOps::Invalidate(const client::Invalidation& i) {
+  dirs_.Forget(i.ino);
+  if (i.parent != 0) dirs_.Forget(i.parent);
   std::lock_guard<std::mutex> l(notify_mu_);
   if (notify_se_ == nullptr) return;
   if (i.parent != 0) {
@@ -153,6 +161,23 @@ void FuseOps::ReplyEntry(fuse_req_t req, const client::Attr& a) {
   nodes_.Ref(a.ino);
   nodes_.NoteMode(a.ino, a.mode);
   if (fuse_reply_entry(req, &e) != 0) nodes_.Forget(a.ino, 1);
+}
+
+void FuseOps::ReplyAbsent(fuse_req_t req, double seconds) {
+  fuse_entry_param e{};  // ino 0: a negative entry, valid for entry_timeout
+  e.entry_timeout = seconds;
+  fuse_reply_entry(req, &e);
+}
+
+void FuseOps::NoteAdded(uint64_t dir, const char* name, const Status& st, const client::Attr* a,
+                        CompleteDirs::Clock::time_point sent) {
+  if (!st.ok()) return dirs_.Forget(dir);
+  dirs_.Added(dir, name, a != nullptr ? a->dir_lease_ms : 0, sent);
+}
+
+void FuseOps::NoteRemoved(uint64_t dir, const char* name, const Status& st) {
+  if (!st.ok()) return dirs_.Forget(dir);
+  dirs_.Removed(dir, name);
 }
 
 void FuseOps::ReplyAttr(fuse_req_t req, const client::Attr& a) {
@@ -191,9 +216,28 @@ void FuseOps::OnInit(fuse_conn_info* conn) {
                                           << conn->max_write << ", max_read " << conn->max_read);
 }
 
+// A name absent from a complete directory is answered here (complete_dirs.h).
+// Otherwise the MDS; its ENOENT under a directory lease becomes a negative
+// entry for the rest of the lease (the MDS revokes it before anyone creates
+// the name). No lock is needed between the check and the reply: the kernel
+// holds the directory's lock across a LOOKUP, and the invalidation of a name
+// in it (after CompleteDirs forgot the directory) waits for that lock.
 void FuseOps::OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  Result<client::Attr> a = client_->Lookup(CredOf(req), parent, name);
-  if (!a.ok()) return ReplyStatus(req, a.status());
+  const bool dots = std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0;
+  if (opts_.leases && !dots) {
+    double absent = dirs_.AbsentFor(parent, name);
+    if (absent > 0) return ReplyAbsent(req, absent);
+  }
+  const auto sent = CompleteDirs::Clock::now();
+  uint32_t absent_ms = 0;
+  Result<client::Attr> a =
+      client_->Lookup(CredOf(req), parent, name, opts_.leases && !dots ? &absent_ms : nullptr);
+  if (!a.ok()) {
+    const double left = absent_ms / 1000.0 -
+                        std::chrono::duration<double>(CompleteDirs::Clock::now() - sent).count();
+    if (a.status().code() == ENOENT && left > 0) return ReplyAbsent(req, left);
+    return ReplyStatus(req, a.status());
+  }
   ReplyEntry(req, *a);
 }
 
@@ -229,42 +273,65 @@ void FuseOps::OnReadlink(fuse_req_t req, fuse_ino_t ino) {
   fuse_reply_readlink(req, target->c_str());
 }
 
+// The ops below that add or remove a name tell CompleteDirs before the
+// kernel gets the reply (and with it the directory's lock back).
 void FuseOps::OnMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                       dev_t rdev) {
+  const auto sent = CompleteDirs::Clock::now();
   Result<client::Attr> a = client_->Mknod(CredOf(req), parent, name, mode, rdev);
+  NoteAdded(parent, name, a.status(), a.ok() ? &*a : nullptr, sent);
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyEntry(req, *a);
 }
 
+// A directory made here with a lease is complete (and empty) from the start.
 void FuseOps::OnMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  const auto sent = CompleteDirs::Clock::now();
+  const uint64_t epoch = dirs_.Epoch();
   Result<client::Attr> a = client_->Mkdir(CredOf(req), parent, name, mode);
+  NoteAdded(parent, name, a.status(), a.ok() ? &*a : nullptr, sent);
   if (!a.ok()) return ReplyStatus(req, a.status());
+  if (opts_.leases) dirs_.Made(a->ino, a->lease_ms, sent, epoch);
   ReplyEntry(req, *a);
 }
 
 void FuseOps::OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  ReplyStatus(req, client_->Unlink(CredOf(req), parent, name));
+  Status st = client_->Unlink(CredOf(req), parent, name);
+  NoteRemoved(parent, name, st);
+  ReplyStatus(req, st);
 }
 
 void FuseOps::OnRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  ReplyStatus(req, client_->Rmdir(CredOf(req), parent, name));
+  Status st = client_->Rmdir(CredOf(req), parent, name);
+  NoteRemoved(parent, name, st);
+  ReplyStatus(req, st);
 }
 
 void FuseOps::OnSymlink(fuse_req_t req, const char* target, fuse_ino_t parent,
                         const char* name) {
+  const auto sent = CompleteDirs::Clock::now();
   Result<client::Attr> a = client_->Symlink(CredOf(req), parent, name, target);
+  NoteAdded(parent, name, a.status(), a.ok() ? &*a : nullptr, sent);
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyEntry(req, *a);
 }
 
 void FuseOps::OnRename(fuse_req_t req, fuse_ino_t parent, const char* name,
                        fuse_ino_t new_parent, const char* new_name, unsigned int flags) {
-  ReplyStatus(req, client_->Rename(CredOf(req), parent, name, new_parent, new_name, flags));
+  Status st = client_->Rename(CredOf(req), parent, name, new_parent, new_name, flags);
+  // RENAME_EXCHANGE (2) keeps both names.
+  if (!st.ok() || (flags & 2) == 0) {
+    NoteRemoved(parent, name, st);
+    NoteAdded(new_parent, new_name, st, nullptr, {});
+  }
+  ReplyStatus(req, st);
 }
 
 void FuseOps::OnLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent,
                      const char* new_name) {
+  const auto sent = CompleteDirs::Clock::now();
   Result<client::Attr> a = client_->Link(CredOf(req), ino, new_parent, new_name);
+  NoteAdded(new_parent, new_name, a.status(), a.ok() ? &*a : nullptr, sent);
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyEntry(req, *a);
 }

@@ -12,8 +12,18 @@
 // page-cache rule below.
 //
 // Caching, chosen for many mounts of one file system (each a training node):
-// - Directories: their entries live entry_timeout and their attributes
-//   attr_timeout, so path walks do not ask the MDS for every component.
+// - Directories with leases on: entries and attributes live as long as the
+//   MDS's lease, as for regular files below, and not at all without one
+//   (file_entry_timeout / file_attr_timeout). With -o noleases:
+//   entry_timeout and attr_timeout, so path walks do not ask the MDS for
+//   every component.
+//   A lease on a directory (Attr::dir_lease_ms, from any lookup or name op in
+//   it) also covers its absent names: the MDS's ENOENT becomes a negative
+//   entry for the rest of the lease, and a directory this mount made itself
+//   is complete (complete_dirs.h): a LOOKUP of a name absent there (the one
+//   the kernel sends before every CREATE of a new name) is answered here.
+//   Another client's create, unlink or rename in the directory is revoked
+//   first (invalidation of the name and the directory's attributes).
 // - Regular files with leases on (the default; -o noleases turns them off):
 //   entries and attributes live as long as the MDS's lease (lease_ms, 5 s by
 //   default), so mdtest-style stat/open/unlink of a file this mount just
@@ -44,8 +54,8 @@
 //   first answer until the next open, the last writable close or an xattr
 //   change through this mount (node_table.h). One MDS getxattr per open
 //   rather than per write.
-// - Negative entries are not cached (ENOENT is an error reply), so a name
-//   created elsewhere is seen at once.
+// - Negative entries are cached only under a directory lease (above), so a
+//   name created elsewhere is seen at once.
 // - Page cache: kept at open (keep_cache) iff the file's mtime and size at
 //   the MDS equal those seen by the previous open through this mount
 //   (close-to-open); otherwise the kernel drops the pages. No writeback
@@ -78,6 +88,7 @@
 #include <mutex>
 #include <vector>
 
+#include "client/fuse/complete_dirs.h"
 #include "client/fuse/dir_cursor.h"
 #include "client/fuse/node_table.h"
 #include "client/lib/client.h"
@@ -110,6 +121,7 @@ class FuseOps {
   static const fuse_lowlevel_ops& Table();
 
   const NodeTable& nodes() const { return nodes_; }
+  const CompleteDirs& complete_dirs() const { return dirs_; }
 
   void OnInit(fuse_conn_info* conn);
   // Names, attributes, xattrs (fuse_ops.cc).
@@ -166,6 +178,14 @@ class FuseOps {
   fuse_entry_param EntryParam(const client::Attr& a) const;
   // Replies with an entry for a, counting the lookup.
   void ReplyEntry(fuse_req_t req, const client::Attr& a);
+  // Replies "no such name", cached by the kernel for `seconds` (a negative
+  // entry under a directory lease; fuse_ops.h).
+  static void ReplyAbsent(fuse_req_t req, double seconds);
+  // After a change of a name in dir through this mount: what CompleteDirs
+  // must learn (a failure may have changed anything: it forgets dir).
+  void NoteAdded(uint64_t dir, const char* name, const Status& st, const client::Attr* a,
+                 CompleteDirs::Clock::time_point sent);
+  void NoteRemoved(uint64_t dir, const char* name, const Status& st);
   void ReplyAttr(fuse_req_t req, const client::Attr& a);
   void ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const client::Attr& a,
                  fuse_file_info* fi, bool with_entry);
@@ -190,6 +210,7 @@ class FuseOps {
   std::unique_ptr<client::Client> client_;
   const FuseOptions opts_;
   NodeTable nodes_;
+  CompleteDirs dirs_;
   std::mutex notify_mu_;                 // held across a notify call
   fuse_session* notify_se_ = nullptr;    // GUARDED_BY(notify_mu_)
 };

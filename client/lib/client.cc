@@ -307,8 +307,9 @@ void Client::WatchInvalidations(InvalidationFn fn) {
 
 // ---- attributes ----
 
-Result<Attr> Client::Lookup(const Cred& c, uint64_t parent, std::string_view name) {
-  SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->Lookup(c, parent, name));
+Result<Attr> Client::Lookup(const Cred& c, uint64_t parent, std::string_view name,
+                            uint32_t* absent_lease_ms) {
+  SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->Lookup(c, parent, name, absent_lease_ms));
   if (S_ISREG(a.mode)) impl_->WaitWrites(a.ino);
   return impl_->MergeLocal(std::move(a), false);
 }

@@ -86,8 +86,14 @@ struct Attr {
   uint64_t rdev = 0;
   uint64_t generation = 0;
   // How long (ms from now) the caller may cache these attributes, and the
-  // name it looked the file up by; 0 = not at all. Only with leases on.
+  // name it looked the file or directory up by; 0 = not at all. Only with
+  // leases on.
   uint32_t lease_ms = 0;
+  // Replies of calls that name a directory (lookup, create, mknod, mkdir,
+  // symlink, link): how long (ms from when the call was sent) the caller
+  // holds a lease on that directory, i.e. hears of every name another client
+  // adds or removes there before that change returns; 0 = none.
+  uint32_t dir_lease_ms = 0;
   struct stat ToStat() const;
 };
 
@@ -133,6 +139,7 @@ struct DirEntry {
 struct DirPage {
   std::vector<DirEntry> entries;
   bool eof = false;
+  uint32_t dir_lease_ms = 0;  // a lease on the directory listed (Attr::dir_lease_ms)
 };
 
 struct FsStat {
@@ -200,7 +207,11 @@ class Client {
   static Result<std::unique_ptr<Client>> Connect(const Options& opts);
   ~Client();
 
-  Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name);
+  // absent_lease_ms (optional): on ENOENT, the lease on parent that came
+  // with the answer (Attr::dir_lease_ms): the name may be cached as absent
+  // for that long. 0 otherwise.
+  Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name,
+                      uint32_t* absent_lease_ms = nullptr);
   Result<Attr> GetAttr(const Cred& c, uint64_t ino);
   // via: the open handle the change comes through (ftruncate). A handle opened
   // for writing may truncate whatever the mode bits say now, as ftruncate(2) may.

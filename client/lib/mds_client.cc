@@ -176,9 +176,16 @@ Result<Attr> MdsClient::CallForAttr(const Cred* c, proto::MdsRequest* req) {
   proto::MdsResponse resp;
   uint64_t invals = invalidations_.load();
   SFS_RETURN_IF_ERROR(Call(c, req, &resp));
+  return AttrOf(resp, invals);
+}
+
+Result<Attr> MdsClient::AttrOf(const proto::MdsResponse& resp, uint64_t invals) {
   if (!resp.has_attr()) return Status(EIO, "MDS reply without attributes");
   Attr a = FromProto(resp.attr().attr());
-  if (invalidations_.load() == invals) a.lease_ms = resp.attr().lease_ms();
+  if (invalidations_.load() == invals) {
+    a.lease_ms = resp.attr().lease_ms();
+    a.dir_lease_ms = resp.parent_lease_ms();
+  }
   return a;
 }
 
@@ -190,7 +197,10 @@ Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req)
   const proto::OpenResp& o = resp.open();
   OpenResult r;
   r.attr = FromProto(o.attr());
-  if (invalidations_.load() == invals) r.attr.lease_ms = o.lease_ms();
+  if (invalidations_.load() == invals) {
+    r.attr.lease_ms = o.lease_ms();
+    r.attr.dir_lease_ms = resp.parent_lease_ms();
+  }
   r.layout = FromProto(o.layout(), false);
   r.created = o.created();
   r.open_id = o.open_id();
@@ -231,11 +241,21 @@ Status MdsClient::Ping(std::chrono::milliseconds timeout) {
   return CallRaw(nullptr, &req, &resp, timeout);
 }
 
-Result<Attr> MdsClient::Lookup(const Cred& c, uint64_t parent, std::string_view name) {
+Result<Attr> MdsClient::Lookup(const Cred& c, uint64_t parent, std::string_view name,
+                               uint32_t* absent_lease_ms) {
   proto::MdsRequest req;
   req.mutable_lookup()->set_parent(parent);
   req.mutable_lookup()->set_name(std::string(name));
-  return CallForAttr(&c, &req);
+  if (absent_lease_ms == nullptr) return CallForAttr(&c, &req);
+  *absent_lease_ms = 0;
+  proto::MdsResponse resp;
+  uint64_t invals = invalidations_.load();
+  Status st = Call(&c, &req, &resp);
+  if (st.code() == ENOENT && invalidations_.load() == invals) {
+    *absent_lease_ms = resp.parent_lease_ms();
+  }
+  SFS_RETURN_IF_ERROR(st);
+  return AttrOf(resp, invals);
 }
 
 Result<Attr> MdsClient::GetAttr(const Cred& c, uint64_t ino) {
@@ -381,9 +401,11 @@ Result<DirPage> MdsClient::Readdir(const Cred& c, uint64_t ino, std::string_view
   r->set_max_entries(max_entries);
   r->set_with_attrs(with_attrs);
   proto::MdsResponse resp;
+  uint64_t invals = invalidations_.load();
   SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
   DirPage page;
   page.eof = resp.readdir().eof();
+  if (invalidations_.load() == invals) page.dir_lease_ms = resp.parent_lease_ms();
   page.entries.reserve(resp.readdir().entries_size());
   for (const proto::DirEntry& e : resp.readdir().entries()) {
     page.entries.push_back(FromProto(e, with_attrs));

@@ -89,7 +89,9 @@ class MdsClient {
   bool TakeEpochChange() { return epoch_changed_.exchange(false); }
   uint64_t boot_epoch() const { return epoch_.load(); }
 
-  Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name);
+  // absent_lease_ms: see Client::Lookup.
+  Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name,
+                      uint32_t* absent_lease_ms = nullptr);
   Result<Attr> GetAttr(const Cred& c, uint64_t ino);
   Result<Attr> SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args);
   Result<OpenResult> Create(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
@@ -155,6 +157,9 @@ class MdsClient {
   // CallRaw with transport failures mapped to EIO.
   Status Call(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp);
   Result<Attr> CallForAttr(const Cred* c, proto::MdsRequest* req);
+  // The reply's attributes, with its leases iff no invalidation began since
+  // invals was read.
+  Result<Attr> AttrOf(const proto::MdsResponse& resp, uint64_t invals);
   Result<OpenResult> CallForOpen(const Cred* c, proto::MdsRequest* req);
 
   std::unique_ptr<rpc::Channel> channel_;

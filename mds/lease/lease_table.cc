@@ -95,18 +95,26 @@ void LeaseTable::Revoke(uint64_t requester, std::vector<LeaseInval> items,
     Pending p;
     p.requester = requester;
     p.not_before = now < grace_end_ ? grace_end_ : 0;
+    // The holders of each inode, taken once: several items may name one
+    // inode (a directory whose two names a rename changes) and each goes to
+    // every holder, though the first revocation ends the leases.
+    std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, int64_t>>> revoked;
     for (const LeaseInval& item : items) {
-      InoState& st = inos_[item.ino];
-      st.revoked_tick = tick_;
-      st.revoked_at = now;
-      for (auto h = st.holders.begin(); h != st.holders.end();) {
-        if (h->first == requester) {
-          ++h;
-          continue;
+      auto [it, fresh] = revoked.try_emplace(item.ino);
+      if (fresh) {
+        InoState& st = inos_[item.ino];
+        st.revoked_tick = tick_;
+        st.revoked_at = now;
+        for (auto h = st.holders.begin(); h != st.holders.end();) {
+          if (h->first == requester) {
+            ++h;
+            continue;
+          }
+          if (h->second > now) it->second.emplace_back(h->first, h->second);
+          h = st.holders.erase(h);
         }
-        if (h->second > now) Enqueue(h->first, item, h->second, &p);
-        h = st.holders.erase(h);
       }
+      for (auto& [client, expiry] : it->second) Enqueue(client, item, expiry, &p);
     }
     for (const Wait& w : p.waits) {
       ClientState& cs = clients_[w.client];

@@ -1,6 +1,9 @@
-// LeaseTable: which clients may cache which regular files' attributes and
-// names, and the revocation of those leases when another client changes them
-// (issue 6, "metadata attr/entry caching with correct invalidation").
+// LeaseTable: which clients may cache which regular files' and directories'
+// attributes and names (a directory's lease also covers the names in it,
+// absent ones included), and the revocation of those leases when another
+// client changes them (issue 6, "metadata attr/entry caching with correct
+// invalidation"). The table only knows inodes; what an item means is the
+// caller's (mds/service/lease_ops.cc).
 //
 // A client with an active watch (a Watch long poll held, or answered within
 // watch_active_ms) is granted a lease of lease_ms with each reply carrying a

@@ -6,14 +6,20 @@
 //   1. tick = leases->Tick()           (before anything is read)
 //   2. under the name stripes the op touches: look up the inodes the names
 //      point to now, apply the op (Namespace takes its own lock inside)
-//   3. drop the stripes; grant a lease on the reply's regular file unless that
-//      inode was revoked after `tick` (a read that raced a change)
+//   3. drop the stripes; grant a lease on the reply's regular file or
+//      directory, and on the directory the op named, unless that inode was
+//      revoked after `tick` (a read that raced a change)
 //   4. on success, Revoke() what changed; the reply goes out from Revoke's
 //      callback, i.e. after every other holder acked or its lease expired.
+// What is revoked: the attributes of inodes the op changed, the names an
+// unlink/rmdir/rename removed (on the inodes they pointed to), and every
+// name added or removed, on its directory (a directory's lease covers its
+// names, so a negative entry cached under it is revoked by the create).
 // Nothing waits in steps 1-3, and step 4 holds no lock and no worker, so a
 // slow or stopped client can delay only the changes to files it leases.
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <functional>
 
 #include "mds.pb.h"
@@ -37,18 +43,53 @@ size_t Stripe(uint64_t parent, const std::string& name) {
   return std::hash<std::string>()(name) ^ (parent * 0x9E3779B97F4A7C15ull);
 }
 
-// The (parent, name) pairs whose binding the op may change, for name locks.
+// The (parent, name) pairs whose binding the op may change, for name locks
+// and for the revocation of the parents' leases.
 std::vector<std::pair<uint64_t, std::string>> NamesOf(const MdsRequest& r) {
   switch (r.op_case()) {
     case MdsRequest::kCreate: return {{r.create().parent(), r.create().name()}};
     case MdsRequest::kMknod: return {{r.mknod().parent(), r.mknod().name()}};
+    case MdsRequest::kMkdir: return {{r.mkdir().parent(), r.mkdir().name()}};
+    case MdsRequest::kSymlink: return {{r.symlink().parent(), r.symlink().name()}};
     case MdsRequest::kLink: return {{r.link().new_parent(), r.link().new_name()}};
     case MdsRequest::kUnlink: return {{r.unlink().parent(), r.unlink().name()}};
+    case MdsRequest::kRmdir: return {{r.rmdir().parent(), r.rmdir().name()}};
     case MdsRequest::kRename:
       return {{r.rename().parent(), r.rename().name()},
               {r.rename().new_parent(), r.rename().new_name()}};
     default: return {};
   }
+}
+
+// The directory whose names a reply lets the client cache (parent_lease_ms):
+// the one a named op looks in, creates or removes in, or lists. 0: none.
+uint64_t DirOf(const MdsRequest& r) {
+  switch (r.op_case()) {
+    case MdsRequest::kLookup: return r.lookup().parent();
+    case MdsRequest::kCreate: return r.create().parent();
+    case MdsRequest::kMknod: return r.mknod().parent();
+    case MdsRequest::kMkdir: return r.mkdir().parent();
+    case MdsRequest::kSymlink: return r.symlink().parent();
+    case MdsRequest::kLink: return r.link().new_parent();
+    case MdsRequest::kUnlink: return r.unlink().parent();
+    case MdsRequest::kRmdir: return r.rmdir().parent();
+    case MdsRequest::kReaddir: return r.readdir().ino();
+    case MdsRequest::kRename:
+      return r.rename().parent() == r.rename().new_parent() ? r.rename().parent() : 0;
+    default: return 0;
+  }
+}
+
+// The names an applied op added or removed, each revoked on its directory:
+// a directory's lease covers its attributes (mtime, nlink) and every name in
+// it, present or absent, so its holders forget the name (a negative entry
+// too) and the directory's attributes. A create that opened an existing file
+// changed no name.
+std::vector<LeaseInval> DirsChanged(const MdsRequest& r, const MdsResponse& resp) {
+  if (r.op_case() == MdsRequest::kCreate && !resp.open().created()) return {};
+  std::vector<LeaseInval> out;
+  for (auto& [parent, name] : NamesOf(r)) out.push_back({parent, parent, name});
+  return out;
 }
 
 // Inodes whose attributes the op changes (names are handled by NamesChanged).
@@ -140,25 +181,42 @@ std::vector<LeaseInval> MdsService::ApplyLocked(const MdsRequest& r, MdsResponse
   std::vector<LeaseInval> changed = NamesChanged(r);
   Dispatch(r, resp);
   for (LeaseInval& i : InodesChanged(r)) changed.push_back(std::move(i));
+  if (resp->status().code() == 0) {
+    for (LeaseInval& i : DirsChanged(r, *resp)) changed.push_back(std::move(i));
+  }
   return changed;
 }
 
-// What the names an unlink or rename removes or replaces point to now (before
-// the op). REQUIRES: their stripes held.
+// What the names an unlink, rmdir or rename removes or replaces point to now
+// (before the op): regular files and directories, the inodes leases are
+// granted on. REQUIRES: their stripes held.
 std::vector<LeaseInval> MdsService::NamesChanged(const MdsRequest& r) {
   std::vector<std::pair<uint64_t, std::string>> names;
-  if (r.op_case() == MdsRequest::kUnlink || r.op_case() == MdsRequest::kRename) names = NamesOf(r);
+  if (r.op_case() == MdsRequest::kUnlink || r.op_case() == MdsRequest::kRmdir ||
+      r.op_case() == MdsRequest::kRename) {
+    names = NamesOf(r);
+  }
   std::vector<LeaseInval> out;
   for (auto& [parent, name] : names) {
     auto attr = ns_->Lookup(CredOf(r), parent, name);
-    if (attr.ok() && S_ISREG(attr->mode())) out.push_back({attr->ino(), parent, name});
+    if (attr.ok() && (S_ISREG(attr->mode()) || S_ISDIR(attr->mode()))) {
+      out.push_back({attr->ino(), parent, name});
+    }
   }
   return out;
 }
 
+// Leases on the reply's regular file or directory, and on the directory the
+// op named (also with a lookup's ENOENT: the holder may cache the absence).
 void MdsService::GrantLease(const MdsRequest& r, uint64_t tick, MdsResponse* resp) {
-  if (resp->status().code() != 0) return;
-  if (resp->has_attr() && S_ISREG(resp->attr().attr().mode())) {
+  const int code = resp->status().code();
+  const uint64_t dir = DirOf(r);
+  if (dir != 0 && (code == 0 || (code == ENOENT && r.op_case() == MdsRequest::kLookup))) {
+    resp->set_parent_lease_ms(leases_->Grant(r.client_id(), dir, tick));
+  }
+  if (code != 0) return;
+  auto leased = [](uint32_t mode) { return S_ISREG(mode) || S_ISDIR(mode); };
+  if (resp->has_attr() && leased(resp->attr().attr().mode())) {
     resp->mutable_attr()->set_lease_ms(leases_->Grant(r.client_id(), resp->attr().attr().ino(), tick));
   } else if (resp->has_open() && S_ISREG(resp->open().attr().mode())) {
     resp->mutable_open()->set_lease_ms(leases_->Grant(r.client_id(), resp->open().attr().ino(), tick));

@@ -62,17 +62,76 @@ class LeaseServiceTest : public NamespaceTest {
   std::unique_ptr<MdsService> service_;
 };
 
-TEST_F(LeaseServiceTest, OnlyAWatchingClientGetsALeaseWithItsFile) {
+TEST_F(LeaseServiceTest, OnlyAWatchingClientGetsALeaseWithItsFileOrDirectory) {
   Watch(kB, 0);
-  EXPECT_EQ(Create(kB, "f").open().lease_ms(), 5000u);
   EXPECT_EQ(Create(kA, "g").open().lease_ms(), 0u);
+  EXPECT_EQ(Create(kB, "f").open().lease_ms(), 5000u);
   proto::MdsRequest mkdir;
   mkdir.mutable_mkdir()->set_parent(kRootIno);
   mkdir.mutable_mkdir()->set_name("d");
   mkdir.mutable_mkdir()->set_mode(0755);
   Slot d = Send(kB, mkdir);
   ASSERT_TRUE(d->has_value());
-  EXPECT_EQ((*d)->attr().lease_ms(), 0u) << "directories keep their own timeouts";
+  EXPECT_EQ((*d)->attr().lease_ms(), 5000u);
+  EXPECT_EQ((*d)->parent_lease_ms(), 5000u) << "and on the directory it was made in";
+  Slot e = Send(kA, mkdir);
+  ASSERT_TRUE(e->has_value());
+  EXPECT_EQ((*e)->status().code(), EEXIST);
+  EXPECT_EQ((*e)->parent_lease_ms(), 0u);
+}
+
+TEST_F(LeaseServiceTest, ALookupThatFindsNothingLeasesTheDirectoryAndACreateThereRevokesIt) {
+  Slot watch = Watch(kB, 0);
+  proto::MdsRequest lookup;
+  lookup.mutable_lookup()->set_parent(kRootIno);
+  lookup.mutable_lookup()->set_name("later");
+  Slot miss = Send(kB, lookup);
+  ASSERT_TRUE(miss->has_value());
+  EXPECT_EQ((*miss)->status().code(), ENOENT);
+  EXPECT_EQ((*miss)->parent_lease_ms(), 5000u);
+  proto::MdsRequest create;
+  create.mutable_create()->set_parent(kRootIno);
+  create.mutable_create()->set_name("later");
+  create.mutable_create()->set_mode(0644);
+  Slot done = Send(kA, create);
+  EXPECT_FALSE(done->has_value()) << "B may still cache the name as absent";
+  ASSERT_TRUE(watch->has_value());
+  const proto::WatchResp& w = (*watch)->watch();
+  ASSERT_EQ(w.items_size(), 1);
+  EXPECT_EQ(w.items(0).ino(), kRootIno);
+  EXPECT_EQ(w.items(0).parent(), kRootIno);
+  EXPECT_EQ(w.items(0).name(), "later");
+  Watch(kB, w.seq());
+  ASSERT_TRUE(done->has_value());
+  EXPECT_EQ((*done)->status().code(), 0);
+  EXPECT_TRUE((*done)->open().created());
+}
+
+TEST_F(LeaseServiceTest, AChmodOfADirectoryRevokesItsHoldersAndACreateThatOpensChangesNoName) {
+  Slot watch = Watch(kB, 0);
+  Create(kB, "f");  // B holds the root's lease (parent_lease_ms)
+  Slot open = Send(kA, [] {
+    proto::MdsRequest r;
+    r.mutable_create()->set_parent(kRootIno);
+    r.mutable_create()->set_name("f");
+    r.mutable_create()->set_mode(0644);
+    return r;
+  }());
+  ASSERT_TRUE(open->has_value()) << "opening an existing file waits for nobody";
+  EXPECT_FALSE((*open)->open().created());
+  EXPECT_FALSE(watch->has_value());
+  proto::MdsRequest chmod;
+  chmod.mutable_setattr()->set_ino(kRootIno);
+  chmod.mutable_setattr()->set_valid(proto::SETATTR_MODE);
+  chmod.mutable_setattr()->set_mode(0777);
+  Slot done = Send(kA, chmod);
+  EXPECT_FALSE(done->has_value());
+  ASSERT_TRUE(watch->has_value());
+  ASSERT_EQ((*watch)->watch().items_size(), 1);
+  EXPECT_EQ((*watch)->watch().items(0).ino(), kRootIno);
+  EXPECT_EQ((*watch)->watch().items(0).parent(), 0u);
+  Watch(kB, (*watch)->watch().seq());
+  EXPECT_TRUE(done->has_value());
 }
 
 TEST_F(LeaseServiceTest, AnUnlinkIsAnsweredOnlyAfterTheOtherHolderAcked) {
@@ -85,7 +144,7 @@ TEST_F(LeaseServiceTest, AnUnlinkIsAnsweredOnlyAfterTheOtherHolderAcked) {
   EXPECT_FALSE(done->has_value());
   ASSERT_TRUE(watch->has_value());
   const proto::WatchResp& w = (*watch)->watch();
-  ASSERT_EQ(w.items_size(), 1);
+  ASSERT_EQ(w.items_size(), 2);  // the file's lease, then the name on the root's
   EXPECT_EQ(w.items(0).ino(), ino);
   EXPECT_EQ(w.items(0).parent(), kRootIno);
   EXPECT_EQ(w.items(0).name(), "f");
@@ -107,7 +166,9 @@ TEST_F(LeaseServiceTest, ARenameOverRevokesTheMovedFileAndTheReplacedOne) {
   ASSERT_TRUE(watch->has_value());
   std::set<std::pair<uint64_t, std::string>> got;
   for (const auto& i : (*watch)->watch().items()) got.insert({i.ino(), i.name()});
-  EXPECT_EQ(got, (std::set<std::pair<uint64_t, std::string>>{{f, "f"}, {g, "g"}}));
+  EXPECT_EQ(got, (std::set<std::pair<uint64_t, std::string>>{
+                     {f, "f"}, {g, "g"}, {kRootIno, "f"}, {kRootIno, "g"}}))
+      << "the files' leases, and both names on the directory's";
   EXPECT_FALSE(done->has_value());
   now_ += 5500;  // B never acks: its leases run out
   leases_->RunDue();

@@ -7,12 +7,19 @@
 // other's directory lock do not (the MDS breaks the cycle); after an MDS restart, whose lease table starts
 // empty, a change is still seen by the other mount; a libsfs client's
 // invalidation handler has run before the other client's unlink returns.
+// Directories: names created, removed or renamed through one mount, and a
+// directory's mode and mtime, are seen at once by a mount that cached the
+// directory, a name in it as absent, or made it itself (complete there).
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -149,12 +156,132 @@ TEST_F(LeaseTest, ALibsfsClientWithLeasesHearsOfAnotherClientsUnlinkBeforeItRetu
   EXPECT_EQ(a.lease_ms, 5000u);
   ASSERT_TRUE(client().Unlink(kRoot, dir->ino, "f").ok());
   std::lock_guard<std::mutex> l(mu);
-  ASSERT_EQ(heard.size(), 2u) << "the attributes, then the name";
+  // The lookup leased the file and its directory: the attributes of both,
+  // then the name on each lease.
+  ASSERT_EQ(heard.size(), 4u);
   EXPECT_EQ(heard[0].ino, a.ino);
   EXPECT_EQ(heard[0].parent, 0u);
-  EXPECT_EQ(heard[1].ino, a.ino);
-  EXPECT_EQ(heard[1].parent, dir->ino);
-  EXPECT_EQ(heard[1].name, "f");
+  EXPECT_EQ(heard[1].ino, dir->ino);
+  EXPECT_EQ(heard[1].parent, 0u);
+  EXPECT_EQ(heard[2].ino, a.ino);
+  EXPECT_EQ(heard[2].parent, dir->ino);
+  EXPECT_EQ(heard[2].name, "f");
+  EXPECT_EQ(heard[3].ino, dir->ino);
+  EXPECT_EQ(heard[3].parent, dir->ino);
+  EXPECT_EQ(heard[3].name, "f");
+}
+
+// ---- Directory leases: a directory's attributes and names, absent ones
+// included, are cached for the lease; a change of a name in it through
+// another mount is revoked first. ----
+
+std::set<std::string> Listing(const std::string& dir) {
+  std::set<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  EXPECT_NE(d, nullptr) << dir << ": " << strerror(errno);
+  if (d == nullptr) return names;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      names.insert(e->d_name);
+    }
+  }
+  closedir(d);
+  return names;
+}
+
+TEST_F(LeaseTest, ANameCreatedOnOneMountIsSeenAtOnceByTheOtherThatFoundItAbsent) {
+  ASSERT_EQ(StatErr(On(1, "x")), ENOENT);  // mount 1 caches "x" as absent
+  ASSERT_EQ(StatErr(On(1, "x")), ENOENT);
+  ASSERT_TRUE(WriteFile(On(0, "x"), "x"));
+  EXPECT_EQ(StatErr(On(1, "x")), 0);
+  EXPECT_EQ(Listing(On(1, "")), std::set<std::string>{"x"});
+  ASSERT_EQ(mkdir(On(0, "d").c_str(), 0755), 0);
+  ASSERT_EQ(symlink("x", On(0, "l").c_str()), 0);
+  EXPECT_EQ(StatErr(On(1, "d")), 0);
+  EXPECT_EQ(StatErr(On(1, "l")), 0);
+}
+
+TEST_F(LeaseTest, RemovesAndRenamesOnOneMountAreSeenAtOnceByTheOther) {
+  ASSERT_TRUE(WriteFile(On(0, "a"), "a"));
+  ASSERT_EQ(mkdir(On(0, "sub").c_str(), 0755), 0);
+  ASSERT_EQ(StatErr(On(1, "a")), 0);
+  ASSERT_EQ(StatErr(On(1, "b")), ENOENT);
+  ASSERT_EQ(StatErr(On(1, "sub")), 0);
+  ASSERT_EQ(Listing(On(1, "")), (std::set<std::string>{"a", "sub"}));
+  ASSERT_EQ(rename(On(0, "a").c_str(), On(0, "b").c_str()), 0);
+  EXPECT_EQ(StatErr(On(1, "a")), ENOENT);
+  EXPECT_EQ(StatErr(On(1, "b")), 0);
+  ASSERT_EQ(rename(On(0, "sub").c_str(), On(0, "sub2").c_str()), 0);
+  EXPECT_EQ(StatErr(On(1, "sub")), ENOENT);
+  EXPECT_EQ(StatErr(On(1, "sub2")), 0);
+  EXPECT_EQ(Listing(On(1, "")), (std::set<std::string>{"b", "sub2"}));
+  ASSERT_EQ(rmdir(On(0, "sub2").c_str()), 0);
+  ASSERT_EQ(unlink(On(0, "b").c_str()), 0);
+  EXPECT_EQ(StatErr(On(1, "sub2")), ENOENT);
+  EXPECT_EQ(StatErr(On(1, "b")), ENOENT);
+  EXPECT_EQ(Listing(On(1, "")), std::set<std::string>{});
+  ASSERT_EQ(mkdir(On(0, "sub2").c_str(), 0755), 0);  // the same name, a new directory
+  EXPECT_EQ(StatErr(On(1, "sub2")), 0);
+}
+
+TEST_F(LeaseTest, ADirectorysModeAndMtimeChangedOnOneMountAreSeenAtOnceByTheOther) {
+  ASSERT_EQ(mkdir(On(0, "d").c_str(), 0755), 0);
+  struct stat before = StatOf(On(1, "d"));  // cached on mount 1
+  ASSERT_EQ(before.st_mode & 0777, 0755u);
+  ASSERT_EQ(chmod(On(0, "d").c_str(), 0700), 0);
+  EXPECT_EQ(StatOf(On(1, "d")).st_mode & 0777, 0700u);
+  before = StatOf(On(1, "d"));
+  ASSERT_TRUE(WriteFile(On(0, "d/f"), "f"));
+  struct stat after = StatOf(On(1, "d"));
+  EXPECT_NE(std::make_pair(after.st_mtim.tv_sec, after.st_mtim.tv_nsec),
+            std::make_pair(before.st_mtim.tv_sec, before.st_mtim.tv_nsec));
+}
+
+// A directory mount 1 made itself is complete there: a lookup of a name it
+// does not hold is answered by sfs-mount alone. A name another mount
+// creates in it must still be seen at once, in lookups and listings.
+TEST_F(LeaseTest, ANameCreatedElsewhereInADirectoryThisMountMadeIsSeenAtOnce) {
+  ASSERT_EQ(mkdir(On(1, "mine").c_str(), 0755), 0);
+  ASSERT_EQ(StatErr(On(1, "mine/x")), ENOENT);
+  ASSERT_TRUE(WriteFile(On(1, "mine/own"), "own"));
+  ASSERT_EQ(StatErr(On(1, "mine/own")), 0);
+  ASSERT_TRUE(WriteFile(On(0, "mine/x"), "x"));
+  EXPECT_EQ(StatErr(On(1, "mine/x")), 0);
+  EXPECT_EQ(StatErr(On(1, "mine/y")), ENOENT);
+  ASSERT_TRUE(WriteFile(On(0, "mine/y"), "y"));
+  EXPECT_EQ(StatErr(On(1, "mine/y")), 0);
+  EXPECT_EQ(Listing(On(1, "mine")), (std::set<std::string>{"own", "x", "y"}));
+  ASSERT_EQ(unlink(On(0, "mine/own").c_str()), 0);
+  EXPECT_EQ(StatErr(On(1, "mine/own")), ENOENT);
+}
+
+// Both mounts hold the directory's lease and create in it at once: each
+// create holds its own kernel's directory lock while the MDS waits for the
+// other mount, whose invalidation needs that lock. The MDS breaks the cycle,
+// so no create waits out a lease; every name is seen on both mounts after.
+TEST_F(LeaseTest, TwoMountsCreatingInOneDirectoryNeverWaitOutALease) {
+  ASSERT_EQ(Listing(On(0, "")).size(), 0u);
+  ASSERT_EQ(StatErr(On(1, "none")), ENOENT);
+  constexpr int kFiles = 20;
+  steady_clock::duration slowest[2] = {};
+  auto run = [&](int m) {
+    for (int i = 0; i < kFiles; ++i) {
+      auto start = steady_clock::now();
+      EXPECT_TRUE(WriteFile(On(m, "m" + std::to_string(m) + "." + std::to_string(i)), "z"));
+      slowest[m] = std::max(slowest[m], steady_clock::now() - start);
+    }
+  };
+  std::thread t(run, 0);
+  run(1);
+  t.join();
+  EXPECT_LT(slowest[0], kLeaseAndMargin / 2);
+  EXPECT_LT(slowest[1], kLeaseAndMargin / 2);
+  for (int m = 0; m < 2; ++m) {
+    EXPECT_EQ(Listing(On(m, "")).size(), 2u * kFiles) << "mount " << m;
+    for (int i = 0; i < kFiles; ++i) {
+      EXPECT_EQ(StatErr(On(m, "m" + std::to_string(1 - m) + "." + std::to_string(i))), 0);
+    }
+  }
 }
 
 class LeaseRestartTest : public ClusterPerTest {};

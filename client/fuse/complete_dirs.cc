@@ -1,0 +1,80 @@
+// CompleteDirs (see complete_dirs.h).
+#include "client/fuse/complete_dirs.h"
+
+#include <algorithm>
+
+namespace sfs::fuse {
+
+uint64_t CompleteDirs::Epoch() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return epoch_;
+}
+
+void CompleteDirs::Made(uint64_t dir, uint32_t lease_ms, Clock::time_point sent,
+                        uint64_t epoch) {
+  if (lease_ms == 0) return;
+  const auto now = Clock::now();
+  const auto expiry = sent + std::chrono::milliseconds(lease_ms);
+  std::lock_guard<std::mutex> l(mu_);
+  if (epoch != epoch_ || expiry <= now) return;
+  if (dirs_.size() >= kMaxDirs) SweepExpired(now);
+  if (dirs_.size() >= kMaxDirs) return;
+  Dir& d = dirs_[dir];
+  d.expiry = expiry;
+  d.names.clear();
+}
+
+CompleteDirs::Dir* CompleteDirs::Live(uint64_t dir, Clock::time_point now) {
+  auto it = dirs_.find(dir);
+  if (it == dirs_.end()) return nullptr;
+  if (it->second.expiry <= now) {
+    dirs_.erase(it);
+    return nullptr;
+  }
+  return &it->second;
+}
+
+void CompleteDirs::Added(uint64_t dir, std::string_view name, uint32_t dir_lease_ms,
+                         Clock::time_point sent) {
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> l(mu_);
+  Dir* d = Live(dir, now);
+  if (d == nullptr) return;
+  if (d->names.size() >= kMaxNames) {
+    dirs_.erase(dir);
+    return;
+  }
+  d->names.emplace(name);
+  if (dir_lease_ms > 0) d->expiry = std::max(d->expiry, sent + std::chrono::milliseconds(dir_lease_ms));
+}
+
+void CompleteDirs::Removed(uint64_t dir, std::string_view name) {
+  std::lock_guard<std::mutex> l(mu_);
+  Dir* d = Live(dir, Clock::now());
+  if (d != nullptr) d->names.erase(std::string(name));
+}
+
+void CompleteDirs::Forget(uint64_t dir) {
+  std::lock_guard<std::mutex> l(mu_);
+  ++epoch_;
+  dirs_.erase(dir);
+}
+
+double CompleteDirs::AbsentFor(uint64_t dir, std::string_view name) {
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> l(mu_);
+  Dir* d = Live(dir, now);
+  if (d == nullptr || d->names.count(std::string(name)) != 0) return 0;
+  return std::chrono::duration<double>(d->expiry - now).count();
+}
+
+size_t CompleteDirs::size() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return dirs_.size();
+}
+
+void CompleteDirs::SweepExpired(Clock::time_point now) {
+  std::erase_if(dirs_, [now](const auto& d) { return d.second.expiry <= now; });
+}
+
+}  // namespace sfs::fuse

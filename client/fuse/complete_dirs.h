@@ -1,0 +1,82 @@
+// CompleteDirs: the directories whose every name sfs-mount knows, so that a
+// LOOKUP of an absent name there is answered here, without an MDS round trip
+// (Ceph's "complete" directory cap, Lustre's LOOKUP lock on the parent).
+//
+// A directory is complete while this mount holds the MDS's lease on it
+// (Attr::dir_lease_ms; docs/protocol.md, "Metadata leases") and knows its
+// full set of names: it made the directory itself (mkdir with a lease: the
+// set is empty). Then every change of a name in it comes either from this
+// mount (the kernel serialises those against lookups in the directory by
+// the directory's lock, and the FUSE ops record them here before replying:
+// Added, Removed) or from another client, which the MDS revokes first: the
+// invalidation reaches Forget before the kernel is told and before the other
+// client's change returns. So a name absent from a complete directory's set
+// is absent at the MDS, or being created by a change that has not returned.
+//
+// Times: a lease counts from when the request that brought it was sent (the
+// MDS counts from its grant, later, plus a margin). A reply of our own create
+// or link in a complete directory renews the lease if it carries one and the
+// old one had not run out when the reply arrived (the MDS kept us as holder
+// throughout). Once run out, the directory is forgotten; only a new mkdir
+// makes it complete again.
+//
+// Races: Made() needs to know that no invalidation was applied while its
+// mkdir was in flight (the invalidation of a name created meanwhile in the
+// new directory found nothing to forget here yet). Callers take Epoch()
+// before the request; Forget() advances it.
+//
+// Bounds: at most kMaxDirs complete directories and kMaxNames names in one;
+// past either, a directory is simply not complete (LOOKUPs go to the MDS).
+//
+// Thread-safe: one mutex, held for a map access.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace sfs::fuse {
+
+class CompleteDirs {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kMaxDirs = 4096;
+  static constexpr size_t kMaxNames = 100000;
+
+  uint64_t Epoch() const;
+  // The mount made dir (empty) with a request sent at `sent`, carrying a
+  // lease of lease_ms on dir; epoch = Epoch() before it was sent.
+  void Made(uint64_t dir, uint32_t lease_ms, Clock::time_point sent, uint64_t epoch);
+  // This mount added / removed a name in dir (its reply said OK). A reply
+  // carrying a lease on dir (dir_lease_ms > 0, its request sent at `sent`)
+  // renews a lease that has not run out by now.
+  void Added(uint64_t dir, std::string_view name, uint32_t dir_lease_ms = 0,
+             Clock::time_point sent = {});
+  void Removed(uint64_t dir, std::string_view name);
+  // The names of dir may have changed in a way not seen here (another
+  // client's change, or an op of ours with an unknown outcome).
+  void Forget(uint64_t dir);
+  // Seconds for which name is known absent from dir (> 0), or 0: ask the MDS.
+  double AbsentFor(uint64_t dir, std::string_view name);
+
+  size_t size() const;  // complete directories held (tests)
+
+ private:
+  struct Dir {
+    Clock::time_point expiry;
+    std::unordered_set<std::string> names;
+  };
+  // REQUIRES: mu_ held. The live entry for dir, or nullptr (expired: erased).
+  Dir* Live(uint64_t dir, Clock::time_point now);
+  void SweepExpired(Clock::time_point now);  // REQUIRES: mu_ held
+
+  mutable std::mutex mu_;
+  uint64_t epoch_ = 0;                       // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, Dir> dirs_;   // GUARDED_BY(mu_)
+};
+
+}  // namespace sfs::fuse

@@ -1,0 +1,55 @@
+// CompleteDirs: which names sfs-mount may answer as absent without the MDS.
+#include "client/fuse/complete_dirs.h"
+
+#include <gtest/gtest.h>
+
+namespace sfs::fuse {
+namespace {
+
+using Clock = CompleteDirs::Clock;
+using std::chrono::milliseconds;
+
+TEST(CompleteDirsTest, ADirectoryMadeHereKnowsEveryNameUntilItsLeaseRunsOut) {
+  CompleteDirs d;
+  d.Made(7, 5000, Clock::now(), d.Epoch());
+  double left = d.AbsentFor(7, "x");
+  EXPECT_GT(left, 4.0);
+  EXPECT_LE(left, 5.0);
+  d.Added(7, "x");
+  EXPECT_EQ(d.AbsentFor(7, "x"), 0) << "x exists now";
+  d.Removed(7, "x");
+  EXPECT_GT(d.AbsentFor(7, "x"), 0);
+  EXPECT_EQ(d.AbsentFor(8, "x"), 0) << "another directory is not complete";
+  d.Made(9, 5000, Clock::now() - milliseconds(6000), d.Epoch());
+  EXPECT_EQ(d.AbsentFor(9, "x"), 0) << "its lease ran out before the reply came";
+}
+
+TEST(CompleteDirsTest, AnInvalidationWhileTheMkdirWasInFlightLeavesItIncomplete) {
+  CompleteDirs d;
+  uint64_t epoch = d.Epoch();
+  d.Forget(12345);  // any directory: the new one's may be among the changes
+  d.Made(7, 5000, Clock::now(), epoch);
+  EXPECT_EQ(d.AbsentFor(7, "x"), 0);
+  EXPECT_EQ(d.size(), 0u);
+}
+
+TEST(CompleteDirsTest, ForgetEndsCompletenessAndALaterCreateDoesNotRestoreIt) {
+  CompleteDirs d;
+  d.Made(7, 5000, Clock::now(), d.Epoch());
+  d.Forget(7);
+  d.Added(7, "y", 5000, Clock::now());
+  EXPECT_EQ(d.AbsentFor(7, "x"), 0);
+}
+
+TEST(CompleteDirsTest, AReplyWithALeaseRenewsALiveOneOnly) {
+  CompleteDirs d;
+  d.Made(7, 100, Clock::now(), d.Epoch());
+  d.Added(7, "a", 5000, Clock::now());
+  EXPECT_GT(d.AbsentFor(7, "x"), 1.0) << "renewed to about 5 s";
+  d.Made(8, 1, Clock::now() - milliseconds(1), d.Epoch());  // already run out
+  d.Added(8, "a", 5000, Clock::now());
+  EXPECT_EQ(d.AbsentFor(8, "x"), 0) << "a lapsed lease is not renewed";
+}
+
+}  // namespace
+}  // namespace sfs::fuse
