@@ -44,6 +44,23 @@ Status DoStat(ObjectStore& store, const OssRequest& req, OssResponse* resp) {
   return Status::Ok();
 }
 
+// Every oid of the batch, committed together; the per-oid outcomes go in
+// destroy_status (the call itself is OK).
+Status DoDestroyBatch(ObjectStore& store, const OssRequest& req, OssResponse* resp) {
+  const auto& oids = req.destroy_batch().oids();
+  if (oids.size() > static_cast<int>(OssService::kMaxDestroyBatch)) {
+    return Status::Errno(EINVAL, "destroy batch over " +
+                                     std::to_string(OssService::kMaxDestroyBatch) + " objects");
+  }
+  std::vector<Status> results = store.DestroyMany({oids.data(), static_cast<size_t>(oids.size())});
+  for (const Status& st : results) {
+    proto::Status* out = resp->add_destroy_status();
+    out->set_code(st.code());
+    if (!st.ok()) out->set_message(st.message());
+  }
+  return Status::Ok();
+}
+
 Status DoStatfs(ObjectStore& store, OssResponse* resp) {
   SFS_ASSIGN_OR_RETURN(OstSpace space, store.Statfs());
   proto::OstStatfsResp* out = resp->mutable_statfs();
@@ -67,6 +84,7 @@ Status Dispatch(ObjectStore& store, const OssRequest& req, const rpc::Request& r
     case OssRequest::kDestroy: return store.Destroy(req.oid());
     case OssRequest::kSync: return store.Sync(req.oid());
     case OssRequest::kStatfs: return DoStatfs(store, resp);
+    case OssRequest::kDestroyBatch: return DoDestroyBatch(store, req, resp);
     case OssRequest::OP_NOT_SET: break;
   }
   return Status::Errno(EPROTO, "request has no known op");

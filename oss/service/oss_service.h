@@ -6,6 +6,8 @@
 //   OST index this OSS does not serve (yet)              -> ESTALE
 //   object destroyed (a tombstone, see object_store.h)   -> ESTALE + object_destroyed
 //   read length or write bulk over kMaxIo, empty write   -> EINVAL
+//   destroy_batch of more than kMaxDestroyBatch oids     -> EINVAL (else OK, with
+//                                                          one destroy_status per oid)
 //   anything the store reports (ENOSPC, EIO, EFBIG ...)  -> passed through
 // A read replies with exactly `length` bytes of bulk (zeros past the data) and
 // read_size = bytes that exist; a failed read replies with no bulk.
@@ -32,6 +34,8 @@ namespace sfs::oss {
 class OssService : public rpc::Handler {
  public:
   static constexpr uint64_t kMaxIo = 64ull << 20;
+  // Most object ids in one destroy_batch (more: EINVAL).
+  static constexpr uint64_t kMaxDestroyBatch = 4096;
 
   // Maps OST index -> store. REQUIRES: every store outlives this service.
   using Targets = std::unordered_map<uint32_t, ObjectStore*>;

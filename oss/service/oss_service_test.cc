@@ -182,6 +182,40 @@ TEST_F(OssServiceTest, ADestroyedObjectIsEstaleMarkedDestroyedAndAnUnknownOstIsN
   EXPECT_FALSE(unknown.object_destroyed());
 }
 
+TEST_F(OssServiceTest, ADestroyBatchDestroysEachObjectAndAnswersOneStatusPerObject) {
+  ASSERT_EQ(Write(7, 50, 0, std::vector<uint8_t>(100, 1)).status().code(), 0);
+  OssRequest batch = Req(7, 0);
+  for (uint64_t oid : {50, 51, 50}) batch.mutable_destroy_batch()->add_oids(oid);
+  OssResponse resp = Call(batch);
+  ASSERT_EQ(resp.status().code(), 0) << resp.status().message();
+  ASSERT_EQ(resp.destroy_status_size(), 3);
+  for (const auto& st : resp.destroy_status()) EXPECT_EQ(st.code(), 0) << st.message();
+  std::vector<uint8_t> out;
+  for (uint64_t oid : {50, 51}) {
+    OssResponse r = Read(7, oid, 0, 10, &out);
+    EXPECT_EQ(r.status().code(), ESTALE) << oid;
+    EXPECT_TRUE(r.object_destroyed()) << oid;
+  }
+  EXPECT_EQ(Read(3, 50, 0, 10, &out).status().code(), 0) << "the same oid on another OST";
+  OssRequest none = Req(7, 0);
+  none.mutable_destroy_batch();
+  OssResponse empty = Call(none);
+  EXPECT_EQ(empty.status().code(), 0);
+  EXPECT_EQ(empty.destroy_status_size(), 0);
+}
+
+TEST_F(OssServiceTest, ADestroyBatchOverTheLimitIsEinvalAndDestroysNothing) {
+  OssRequest batch = Req(7, 0);
+  for (uint64_t i = 0; i <= OssService::kMaxDestroyBatch; ++i) {
+    batch.mutable_destroy_batch()->add_oids(1000 + i);
+  }
+  OssResponse resp = Call(batch);
+  EXPECT_EQ(resp.status().code(), EINVAL);
+  EXPECT_EQ(resp.destroy_status_size(), 0);
+  std::vector<uint8_t> out;
+  EXPECT_EQ(Read(7, 1000, 0, 10, &out).status().code(), 0) << "not destroyed";
+}
+
 TEST_F(OssServiceTest, SyncWriteAndSyncOpSucceed) {
   OssRequest req = Req(3, 8);
   req.mutable_write()->set_offset(0);

@@ -28,6 +28,8 @@ class PosixEnv : public Env {
 
 }  // namespace
 
+int Env::Fsync(int fd) { return ::fsync(fd); }
+
 Env* DefaultEnv() {
   static Env* env = new PosixEnv;
   return env;

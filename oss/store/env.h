@@ -26,6 +26,8 @@ class Env {
   virtual int Ftruncate(int fd, uint64_t size) = 0;
   virtual int Fallocate(int fd, int mode, uint64_t off, uint64_t len) = 0;
   virtual int Fdatasync(int fd) = 0;
+  // fsync(2); the object store uses it for directories (tombstones).
+  virtual int Fsync(int fd);
 };
 
 // The process-wide POSIX Env; never destroyed.
@@ -47,6 +49,7 @@ class EnvWrapper : public Env {
     return target_->Fallocate(fd, mode, off, len);
   }
   int Fdatasync(int fd) override { return target_->Fdatasync(fd); }
+  int Fsync(int fd) override { return target_->Fsync(fd); }
 
  private:
   Env* const target_;

@@ -13,9 +13,10 @@
 // durable together (what a chunk written after its last sync may read as
 // after a machine crash is in checked_object.h).
 //
-// Tombstones (object_store.h, docs/formats.md): Destroy renames the object
-// file to `<oid>.gone` and truncates it (or creates it empty when there was
-// no object), removes the sidecar, then fsyncs the directory. Opening a
+// Tombstones (tombstones.h, docs/formats.md): Destroy renames the object
+// file to `tombstones/<oid>.gone` and truncates it (or links an empty inode
+// there when there was no object), removes the sidecar, then fsyncs the
+// tombstone directory, once per batch (DestroyMany). Opening a
 // missing object checks for the tombstone (ESTALE), and creating one checks
 // again after the create: a create racing with a Destroy either happened
 // before the rename (which then takes the new file away) or sees the
@@ -44,6 +45,7 @@
 #include "oss/store/env.h"
 #include "oss/store/fd_cache.h"
 #include "oss/store/range_lock.h"
+#include "oss/store/tombstones.h"
 
 namespace sfs::oss {
 namespace {
@@ -57,8 +59,6 @@ Status CheckRange(uint64_t off, uint64_t len, int err) {
   }
   return Status::Ok();
 }
-
-constexpr char kTombSuffix[] = ".gone";
 
 Status DestroyedError(uint64_t oid) {
   return Status::Errno(ESTALE, "object " + std::to_string(oid) + " was destroyed");
@@ -159,7 +159,10 @@ class FileObjectStore : public ObjectStore {
         checksums_(opts.checksums),
         // A checksummed object holds two descriptors (data and sidecar).
         cache_(opts.checksums ? std::max<size_t>(1, opts.fd_cache_capacity / 2)
-                              : opts.fd_cache_capacity) {}
+                              : opts.fd_cache_capacity),
+        tombs_(dir_, env_, [this](uint64_t oid) { return PathOf(oid); }) {}
+
+  Status OpenTombstones() { return tombs_.Open(); }
 
   const std::string& uuid() const override { return uuid_; }
   Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest) override;
@@ -167,18 +170,22 @@ class FileObjectStore : public ObjectStore {
   Status Truncate(uint64_t oid, uint64_t size) override;
   Status Punch(uint64_t oid, uint64_t off, uint64_t len) override;
   Result<ObjectAttr> Stat(uint64_t oid) override;
-  Status Destroy(uint64_t oid) override;
+  Status Destroy(uint64_t oid) override { return DestroyMany({&oid, 1})[0]; }
+  std::vector<Status> DestroyMany(std::span<const uint64_t> oids) override {
+    return tombs_.DestroyMany(oids, [this](uint64_t oid) { cache_.Erase(oid); });
+  }
   Status Sync(uint64_t oid) override;
   Result<OstSpace> Statfs() override;
-  Result<uint64_t> ExpireTombstones(std::chrono::system_clock::time_point cutoff) override;
+  Result<uint64_t> ExpireTombstones(std::chrono::system_clock::time_point cutoff) override {
+    return tombs_.Expire(cutoff);
+  }
 
  private:
   std::string SubdirOf(uint64_t oid) const { return dir_ + "/objects/" + Hex(oid % 256, 2); }
   std::string PathOf(uint64_t oid) const { return SubdirOf(oid) + "/" + Hex(oid, 16); }
   std::string CrcPathOf(uint64_t oid) const { return PathOf(oid) + ".crc"; }
-  std::string TombPathOf(uint64_t oid) const { return PathOf(oid) + kTombSuffix; }
   // Whether oid has a tombstone (was destroyed).
-  bool Destroyed(uint64_t oid) const { return ::access(TombPathOf(oid).c_str(), F_OK) == 0; }
+  bool Destroyed(uint64_t oid) const { return tombs_.Contains(oid); }
   // Removes a file this store just created for an object found destroyed.
   Status UndoCreate(uint64_t oid, int fd, int crc_fd);
   CheckedObject Checked(uint64_t oid, const Fd& fd) const {
@@ -203,6 +210,7 @@ class FileObjectStore : public ObjectStore {
   const bool checksums_;
   FdCache cache_;
   RangeLocks locks_;  // chunk ranges of checksummed objects being changed
+  Tombstones tombs_;
 };
 
 Result<std::shared_ptr<Fd>> FileObjectStore::GetFd(uint64_t oid, bool create) {
@@ -366,57 +374,6 @@ Result<ObjectAttr> FileObjectStore::Stat(uint64_t oid) {
   return ObjectAttr{true, static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_blocks)};
 }
 
-// The object file becomes its tombstone in one rename (so a destroy needs no
-// new inode and works on a full OST), then gives back its blocks.
-Status FileObjectStore::Destroy(uint64_t oid) {
-  std::string tomb = TombPathOf(oid);
-  for (bool created = false;;) {
-    if (::rename(PathOf(oid).c_str(), tomb.c_str()) == 0) {
-      if (::truncate(tomb.c_str(), 0) != 0) return Status::FromErrno("truncate " + tomb);
-      break;
-    }
-    if (errno != ENOENT) return Status::FromErrno("rename " + PathOf(oid));
-    if (created) break;
-    // Never written, or destroyed before. Once the tombstone exists every
-    // create sees it; one created before it is caught by the second rename.
-    int fd = ::open(tomb.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return Status::FromErrno("create " + tomb);
-    ::close(fd);
-    created = true;
-  }
-  // The sidecar goes second: an object file is never left without it. Evict
-  // last: an open racing with us then either fails with ENOENT, or sees the
-  // epoch bump and does not cache.
-  if (::unlink(CrcPathOf(oid).c_str()) != 0 && errno != ENOENT) {
-    return Status::FromErrno("unlink " + CrcPathOf(oid));
-  }
-  cache_.Erase(oid);
-  return FsyncPath(SubdirOf(oid));  // the tombstone and the unlinks survive a crash
-}
-
-// One pass over every objects/XX directory; a tombstone's ctime is when its
-// object was destroyed (Destroy of a destroyed object does not touch it).
-Result<uint64_t> FileObjectStore::ExpireTombstones(std::chrono::system_clock::time_point cutoff) {
-  const time_t limit = std::chrono::system_clock::to_time_t(cutoff);
-  const size_t name_len = 16 + sizeof(kTombSuffix) - 1;
-  uint64_t removed = 0;
-  for (uint64_t sub = 0; sub < 256; ++sub) {
-    std::string dir = dir_ + "/objects/" + Hex(sub, 2);
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return Status::FromErrno("opendir " + dir);
-    while (const dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name.size() != name_len || name.compare(16, name.npos, kTombSuffix) != 0) continue;
-      struct stat st;
-      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      if (st.st_ctime >= limit) continue;
-      if (::unlinkat(::dirfd(d), e->d_name, 0) == 0) ++removed;
-    }
-    ::closedir(d);
-  }
-  return removed;
-}
-
 Status FileObjectStore::Sync(uint64_t oid) {
   SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
   if (!fd) return Status::Ok();
@@ -446,7 +403,9 @@ Result<std::unique_ptr<ObjectStore>> OpenFileObjectStore(const std::string& dir,
   SFS_RETURN_IF_ERROR(MakeDir(dir + "/objects"));
   for (uint64_t i = 0; i < 256; ++i) SFS_RETURN_IF_ERROR(MakeDir(dir + "/objects/" + Hex(i, 2)));
   SFS_ASSIGN_OR_RETURN(std::string uuid, LoadOrCreateUuid(dir));
-  return std::unique_ptr<ObjectStore>(new FileObjectStore(dir, std::move(uuid), opts));
+  auto store = std::make_unique<FileObjectStore>(dir, std::move(uuid), opts);
+  SFS_RETURN_IF_ERROR(store->OpenTombstones());
+  return std::unique_ptr<ObjectStore>(std::move(store));
 }
 
 }  // namespace sfs::oss

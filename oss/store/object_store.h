@@ -23,7 +23,8 @@
 //
 // The file-backed implementation keeps each object as a file
 // `<ost>/objects/<oid % 256 as 2 hex digits>/<oid as 16 hex digits>`, a
-// tombstone as an empty file of the same name plus ".gone" beside it, and the
+// tombstone as an empty file `<ost>/tombstones/<oid as 16 hex digits>.gone`
+// (all in one directory, so a batch of destroys costs one fsync), and the
 // OST's identity in `<ost>/ost_uuid` (32 hex digits, created on first open).
 //
 // End-to-end integrity on disk: with checksums on (the default) each object
@@ -41,6 +42,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -87,6 +89,14 @@ class ObjectStore {
   // Removes the object and leaves its tombstone (durable when this returns
   // OK). A missing or already destroyed object is success.
   virtual Status Destroy(uint64_t oid) = 0;
+
+  // Destroy of every oid, made durable together (the file-backed store syncs
+  // its tombstone directory once for the batch). One Status per oid, in order.
+  virtual std::vector<Status> DestroyMany(std::span<const uint64_t> oids) {
+    std::vector<Status> out;
+    for (uint64_t oid : oids) out.push_back(Destroy(oid));
+    return out;
+  }
 
   // Makes the object's data and existence durable.
   virtual Status Sync(uint64_t oid) = 0;

@@ -62,6 +62,13 @@ class ObjectStoreTest : public ::testing::Test {
     return dir_.path() + buf;
   }
 
+  std::string TombPath(uint64_t oid) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "/ost0/tombstones/%016llx.gone",
+                  static_cast<unsigned long long>(oid));
+    return dir_.path() + buf;
+  }
+
   TempDir dir_;
   std::unique_ptr<ObjectStore> store_;
 };
@@ -177,8 +184,8 @@ TEST_F(ObjectStoreTest, DestroyLeavesAnEmptyTombstoneAndEveryLaterOpIsEstale) {
   ASSERT_TRUE(store_->Destroy(6).ok());
   EXPECT_FALSE(std::filesystem::exists(ObjectPath(6)));
   EXPECT_FALSE(std::filesystem::exists(ObjectPath(6) + ".crc"));
-  ASSERT_TRUE(std::filesystem::exists(ObjectPath(6) + ".gone"));
-  EXPECT_EQ(std::filesystem::file_size(ObjectPath(6) + ".gone"), 0u);
+  ASSERT_TRUE(std::filesystem::exists(TombPath(6)));
+  EXPECT_EQ(std::filesystem::file_size(TombPath(6)), 0u);
   ExpectEveryOpIsEstale(*store_, 6);
   EXPECT_FALSE(std::filesystem::exists(ObjectPath(6))) << "a write re-created the object";
   EXPECT_FALSE(std::filesystem::exists(ObjectPath(6) + ".crc"));
@@ -218,7 +225,7 @@ TEST_F(ObjectStoreTest, ExpiredTombstonesAreRemovedAndOnlyThose) {
   auto all = store_->ExpireTombstones(std::chrono::system_clock::now() + std::chrono::seconds(2));
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   EXPECT_EQ(*all, 2u);
-  EXPECT_FALSE(std::filesystem::exists(ObjectPath(13) + ".gone"));
+  EXPECT_FALSE(std::filesystem::exists(TombPath(13)));
   uint64_t got = 1;
   EXPECT_EQ(ReadBack(13, 0, 8, &got), Bytes(8, 0));  // past its tombstone: never written again
   EXPECT_EQ(got, 0u);

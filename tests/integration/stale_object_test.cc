@@ -5,7 +5,7 @@
 // A opens and writes a file, B unlinks it; the MDS drops A's opens after
 // --client-timeout-ms (A pings only every 5 s), so the orphan is destroyed
 // while A still holds the layout. The test polls the OST directory for the
-// object file to go and its tombstone (`<oid>.gone`) to appear, then reads
+// object file to go and its tombstone (`tombstones/<oid>.gone`) to appear, then reads
 // and writes through A. Online and offline `sfs fsck` are clean afterwards.
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -76,10 +76,15 @@ TEST_F(StaleObjectTest, ReadAndWriteThroughALayoutWhoseObjectsWereDestroyedAreEs
   ASSERT_EQ(objects.size(), 2u);
 
   ASSERT_TRUE(b->Unlink(kRoot, 1, "f").ok());
+  // <ost>/objects/XX/<oid> -> <ost>/tombstones/<oid>.gone (docs/formats.md).
+  auto tombstone = [](const std::filesystem::path& object) {
+    return object.parent_path().parent_path().parent_path() / "tombstones" /
+           (object.filename().string() + ".gone");
+  };
   bool destroyed = PollUntil(
       [&] {
         for (const auto& p : objects) {
-          if (std::filesystem::exists(p) || !std::filesystem::exists(p + ".gone")) return false;
+          if (std::filesystem::exists(p) || !std::filesystem::exists(tombstone(p))) return false;
         }
         return true;
       },
