@@ -11,7 +11,7 @@
 namespace sfs::mds {
 namespace {
 
-constexpr size_t kBatch = 256;
+constexpr size_t kBatch = 2048;  // records per pass: one commit, one destroy_batch per OST (or two)
 constexpr std::chrono::milliseconds kMinBackoff{1000};
 constexpr std::chrono::milliseconds kMaxBackoff{30000};
 

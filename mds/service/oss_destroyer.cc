@@ -1,9 +1,40 @@
 // Destroy requests to OSSes over RPC; see oss_destroyer.h.
 #include "mds/service/oss_destroyer.h"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+
 #include "oss.pb.h"
 
 namespace sfs::mds {
+namespace {
+
+constexpr std::chrono::milliseconds kTimeout{10000};
+
+rpc::CallOptions Options() {
+  rpc::CallOptions opts;
+  opts.timeout = kTimeout;
+  return opts;
+}
+
+// The reply's status, or why there is none.
+Status Outcome(rpc::Channel* ch, const std::shared_ptr<rpc::PendingCall>& call,
+               proto::OssResponse* reply) {
+  rpc::Response resp;
+  Status st = ch->Wait(call, &resp);
+  if (st.ok() && !reply->ParseFromString(resp.payload)) st = Status::Errno(EPROTO, "bad reply");
+  if (st.ok()) st = Status(reply->status().code(), reply->status().message());
+  return st;
+}
+
+}  // namespace
+
+struct OssDestroyer::Call {
+  rpc::Channel* ch = nullptr;
+  std::shared_ptr<rpc::PendingCall> pending;
+  std::vector<size_t> idx;  // the items it carries
+};
 
 rpc::Channel* OssDestroyer::ChannelFor(const std::string& address) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -12,27 +43,67 @@ rpc::Channel* OssDestroyer::ChannelFor(const std::string& address) {
   return ch.get();
 }
 
-std::vector<Status> OssDestroyer::Destroy(const std::vector<Item>& items) {
-  rpc::CallOptions opts;
-  opts.timeout = std::chrono::milliseconds(10000);
+OssDestroyer::Call OssDestroyer::StartBatch(const std::vector<Item>& items,
+                                            std::vector<size_t> idx) {
+  proto::OssRequest req;
+  req.set_ost(items[idx[0]].ost);
+  for (size_t i : idx) req.mutable_destroy_batch()->add_oids(items[i].oid);
+  Call c;
+  c.ch = ChannelFor(items[idx[0]].address);
+  c.pending = c.ch->Start(rpc::kServiceOss, req.SerializeAsString(), {}, {}, Options());
+  c.idx = std::move(idx);
+  return c;
+}
+
+void OssDestroyer::FinishBatch(const std::vector<Item>& items, const Call& c,
+                               std::vector<Status>* out) {
+  proto::OssResponse reply;
+  Status st = Outcome(c.ch, c.pending, &reply);
+  if (st.code() == EPROTO && reply.status().code() == EPROTO) {
+    // An OSS from before destroy_batch ("no known op"): one call per object.
+    DestroyEach(items, c.idx, out);
+    return;
+  }
+  if (st.ok() && reply.destroy_status_size() != static_cast<int>(c.idx.size())) {
+    st = Status::Errno(EPROTO, "destroy_batch reply without one status per object");
+  }
+  for (size_t k = 0; k < c.idx.size(); ++k) {
+    const Status& s = st.ok() ? Status(reply.destroy_status(static_cast<int>(k)).code(),
+                                       reply.destroy_status(static_cast<int>(k)).message())
+                              : st;
+    (*out)[c.idx[k]] = s;
+  }
+}
+
+void OssDestroyer::DestroyEach(const std::vector<Item>& items, const std::vector<size_t>& idx,
+                               std::vector<Status>* out) {
   std::vector<std::pair<rpc::Channel*, std::shared_ptr<rpc::PendingCall>>> calls;
-  for (const Item& item : items) {
+  for (size_t i : idx) {
     proto::OssRequest req;
-    req.set_ost(item.ost);
-    req.set_oid(item.oid);
+    req.set_ost(items[i].ost);
+    req.set_oid(items[i].oid);
     req.mutable_destroy();
-    rpc::Channel* ch = ChannelFor(item.address);
-    calls.emplace_back(ch, ch->Start(rpc::kServiceOss, req.SerializeAsString(), {}, {}, opts));
+    rpc::Channel* ch = ChannelFor(items[i].address);
+    calls.emplace_back(ch, ch->Start(rpc::kServiceOss, req.SerializeAsString(), {}, {}, Options()));
   }
-  std::vector<Status> out;
-  for (auto& [ch, call] : calls) {
-    rpc::Response resp;
-    Status st = ch->Wait(call, &resp);
+  for (size_t k = 0; k < idx.size(); ++k) {
     proto::OssResponse reply;
-    if (st.ok() && !reply.ParseFromString(resp.payload)) st = Status::Errno(EPROTO, "bad reply");
-    if (st.ok()) st = Status(reply.status().code(), reply.status().message());
-    out.push_back(std::move(st));
+    (*out)[idx[k]] = Outcome(calls[k].first, calls[k].second, &reply);
   }
+}
+
+std::vector<Status> OssDestroyer::Destroy(const std::vector<Item>& items) {
+  std::map<std::pair<std::string, uint32_t>, std::vector<size_t>> by_ost;
+  for (size_t i = 0; i < items.size(); ++i) by_ost[{items[i].address, items[i].ost}].push_back(i);
+  std::vector<Call> calls;
+  for (auto& [ost, idx] : by_ost) {
+    for (size_t b = 0; b < idx.size(); b += kMaxPerCall) {
+      size_t e = std::min(idx.size(), b + kMaxPerCall);
+      calls.push_back(StartBatch(items, std::vector<size_t>(idx.begin() + b, idx.begin() + e)));
+    }
+  }
+  std::vector<Status> out(items.size());
+  for (const Call& c : calls) FinishBatch(items, c, &out);
   return out;
 }
 
