@@ -2,10 +2,20 @@
 //
 // A channel is one connection to one server with many calls in flight,
 // matched to replies by request id. Callers run on their own threads:
-// Start() queues a call and returns; Wait() blocks on the call's condition
-// until the reply arrives or the deadline passes. All socket work runs on the
-// channel's strand: a connect loop (with exponential backoff), a reader and a
-// writer coroutine.
+// Start() sends or queues a call and returns; Wait() blocks on the call's
+// condition until the reply arrives or the deadline passes. The connect loop
+// (with exponential backoff), the reader and the queue's writer are
+// coroutines on the channel's strand.
+//
+// Sending from the caller's thread: when the connection is up and nobody is
+// sending (no writer, queue empty), Start() claims the send side and writes
+// its frame itself with one non-blocking sendmsg (header, payload and bulk
+// gathered), then drains whatever other callers queued meanwhile. That spares
+// the I/O thread's wakeup and the coroutine of each request. Only when the
+// socket buffer is full does the rest go to the strand's writer (which waits
+// for the socket to drain); one sender at a time keeps frames in order. The
+// socket is held by shared_ptr, so a connection dropped on the strand stays
+// open (shut down, never closed) while a caller is still writing to it.
 //
 // Zero copy: a call's write bulk is sent straight from the caller's buffer
 // (gathered after the header), and a reply's bulk is read straight into the
@@ -17,14 +27,20 @@
 // again on the next connection (same request id and payload). Servers treat
 // repeats as the same request (MDS: by client id and xid; OSS: idempotent ops).
 //
-// Lock order: Core::mu_ is the only lock; it is never held across an await.
+// Lock order: Core::mu_ is the only lock; it is never held across an await
+// or a socket call.
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <algorithm>
+#include <array>
+#include <climits>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <future>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include "common/log.h"
@@ -56,6 +72,8 @@ class PendingCall {
   int sending = 0;      // writes using our buffers right now
   bool receiving = false;
   bool done = false;
+  bool unhooked = false;  // Wait() gave up: I/O letting go of our buffers must notify
+
   Status status;
   Response resp;
   std::condition_variable cv;
@@ -64,6 +82,28 @@ class PendingCall {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Socket = std::shared_ptr<tcp::socket>;
+using CallPtr = std::shared_ptr<PendingCall>;
+
+constexpr size_t kMaxBatch = 16;  // frames per write
+
+// The frame of each call as buffers (header, payload, bulk), skipping the
+// first `skip` bytes (already written).
+template <typename Buf>
+void AppendFrame(const PendingCall& p, std::vector<Buf>* out, size_t* skip) {
+  auto add = [&](const void* data, size_t len) {
+    size_t s = std::min(*skip, len);
+    *skip -= s;
+    if (len > s) out->push_back(Buf{const_cast<char*>(static_cast<const char*>(data)) + s, len - s});
+  };
+  add(p.header, sizeof(p.header));
+  add(p.payload.data(), p.payload.size());
+  add(p.bulk_out.data(), p.bulk_out.size());
+}
+
+size_t FrameSize(const PendingCall& p) {
+  return sizeof(p.header) + p.payload.size() + p.bulk_out.size();
+}
 
 class Core : public std::enable_shared_from_this<Core> {
  public:
@@ -82,14 +122,21 @@ class Core : public std::enable_shared_from_this<Core> {
  private:
   void Kick();  // on strand
   awaitable<void> ConnectLoop(std::shared_ptr<Core> self);
-  awaitable<void> WriteLoop(std::shared_ptr<Core> self, uint64_t gen);
-  awaitable<void> ReadLoop(std::shared_ptr<Core> self, uint64_t gen);
+  awaitable<void> WriteLoop(std::shared_ptr<Core> self, Socket sock, uint64_t gen);
+  awaitable<void> ReadLoop(std::shared_ptr<Core> self, Socket sock, uint64_t gen);
+  // Sends `batch` (each call's sending already counted) and then the queue,
+  // on the caller's thread. REQUIRES: the caller claimed send_busy_ for gen.
+  void SendFromCaller(const Socket& sock, uint64_t gen, std::vector<CallPtr> batch);
+  // Takes up to kMaxBatch queued calls, counting each as sending.
+  // REQUIRES: mu_ held.
+  std::vector<CallPtr> TakeBatchLocked(size_t* skip);
+  void DropSendQueueLocked();  // REQUIRES: mu_ held
   void OnError(uint64_t gen, const std::string& why);  // on strand
+  void Disconnect();  // on strand
   void GrowReconnectDelay() {  // on strand: 20 ms doubling to 1 s
     reconnect_delay_ = std::clamp(reconnect_delay_ * 2, std::chrono::milliseconds(20),
                                   std::chrono::milliseconds(1000));
   }
-  void Complete(const std::shared_ptr<PendingCall>& p, Status st);  // REQUIRES: mu_ held
 
   asio::strand<asio::io_context::executor_type> strand_;
   std::string address_;
@@ -98,17 +145,23 @@ class Core : public std::enable_shared_from_this<Core> {
   Status addr_status_;
 
   std::mutex mu_;
-  std::map<uint64_t, std::shared_ptr<PendingCall>> pending_;  // GUARDED_BY(mu_)
-  std::deque<std::shared_ptr<PendingCall>> outq_;             // GUARDED_BY(mu_)
-  uint64_t next_id_ = 1;                                      // GUARDED_BY(mu_)
-  bool ever_connected_ = false;                               // GUARDED_BY(mu_)
-  std::string last_error_;                                    // GUARDED_BY(mu_)
+  std::map<uint64_t, CallPtr> pending_;  // GUARDED_BY(mu_)
+  std::deque<CallPtr> outq_;             // GUARDED_BY(mu_)
+  uint64_t next_id_ = 1;                 // GUARDED_BY(mu_)
+  bool ever_connected_ = false;          // GUARDED_BY(mu_)
+  std::string last_error_;               // GUARDED_BY(mu_)
+  Socket conn_;                          // GUARDED_BY(mu_): the connection, null when down
+  uint64_t gen_ = 0;                     // GUARDED_BY(mu_); written on the strand only
+  // Someone (the strand's writer or a caller) is writing frames on gen_'s
+  // connection; frames queue behind it.
+  bool send_busy_ = false;               // GUARDED_BY(mu_)
+  // Bytes of outq_.front()'s frame already written by a caller whose send
+  // stopped short; that call's sending count is still held for them.
+  size_t head_sent_ = 0;                 // GUARDED_BY(mu_)
 
   // Strand-only state.
   enum class State { kIdle, kConnecting, kConnected } state_ = State::kIdle;
-  std::optional<tcp::socket> sock_;
-  uint64_t gen_ = 0;
-  bool writing_ = false;
+  Socket sock_;
   bool shutdown_ = false;
   // Wait before the next connect: grows while connections fail or die before
   // a good reply (a peer that answers garbage), back to 0 after one.
@@ -132,6 +185,9 @@ std::shared_ptr<PendingCall> Core::Start(uint16_t service, std::string payload,
   // The crc is computed here, on the caller's thread, so many callers checksum in parallel.
   h.body_crc = net::BodyCrc(
       {reinterpret_cast<const uint8_t*>(p->payload.data()), p->payload.size()}, bulk_out);
+  Socket sock;
+  uint64_t gen = 0;
+  bool kick = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!addr_status_.ok() || bulk_out.size() > net::kMaxBulk || p->payload.size() > net::kMaxPayload) {
@@ -144,10 +200,127 @@ std::shared_ptr<PendingCall> Core::Start(uint16_t service, std::string payload,
     h.request_id = p->id;
     net::EncodeHeader(h, p->header);
     pending_[p->id] = p;
-    outq_.push_back(p);
+    if (conn_ != nullptr && !send_busy_ && outq_.empty()) {
+      send_busy_ = true;  // ours: write it from this thread
+      ++p->sending;
+      sock = conn_;
+      gen = gen_;
+    } else {
+      outq_.push_back(p);
+      kick = !send_busy_;  // a busy sender takes it from the queue
+    }
   }
-  asio::post(strand_, [self = shared_from_this()] { self->Kick(); });
+  if (sock != nullptr) {
+    SendFromCaller(sock, gen, {p});
+  } else if (kick) {
+    asio::post(strand_, [self = shared_from_this()] { self->Kick(); });
+  }
   return p;
+}
+
+std::vector<CallPtr> Core::TakeBatchLocked(size_t* skip) {
+  std::vector<CallPtr> batch;
+  *skip = head_sent_;
+  while (!outq_.empty() && batch.size() < kMaxBatch) {
+    CallPtr p = std::move(outq_.front());
+    outq_.pop_front();
+    if (head_sent_ > 0) {
+      head_sent_ = 0;  // its frame is half on the wire: it goes on, its count is held
+    } else if (!p->in_map) {
+      continue;
+    } else {
+      ++p->sending;
+    }
+    batch.push_back(std::move(p));
+  }
+  return batch;
+}
+
+void Core::DropSendQueueLocked() {
+  if (head_sent_ > 0 && !outq_.empty()) {
+    CallPtr& p = outq_.front();
+    --p->sending;
+    if (p->unhooked) p->cv.notify_all();
+  }
+  head_sent_ = 0;
+  outq_.clear();
+}
+
+void Core::SendFromCaller(const Socket& sock, uint64_t gen, std::vector<CallPtr> batch) {
+  size_t skip = 0;
+  std::vector<iovec> iov;
+  for (;;) {
+    iov.clear();
+    size_t total = 0;
+    size_t written = skip;  // bytes of the batch on the wire (a half-sent head's)
+    for (const CallPtr& p : batch) {
+      total += FrameSize(*p);
+      AppendFrame(*p, &iov, &skip);
+    }
+    int err = 0;
+    size_t first = 0;  // the first iovec not fully written
+    while (written < total) {
+      msghdr msg{};
+      msg.msg_iov = iov.data() + first;
+      msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
+      ssize_t n = ::sendmsg(sock->native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        break;
+      }
+      written += static_cast<size_t>(n);
+      for (size_t left = static_cast<size_t>(n); left > 0;) {
+        size_t k = std::min(left, iov[first].iov_len);
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + k;
+        iov[first].iov_len -= k;
+        left -= k;
+        if (iov[first].iov_len == 0) ++first;
+      }
+    }
+    std::unique_lock<std::mutex> l(mu_);
+    // Calls whose frames are fully written let go of their buffers; the first
+    // one not fully written keeps its count while its frame stays unfinished.
+    size_t done = 0, held = batch.size();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      size_t sz = FrameSize(*batch[i]);
+      if (done + sz > written) {
+        held = i;
+        break;
+      }
+      done += sz;
+    }
+    const bool stale = gen != gen_;
+    const bool partial = held < batch.size() && !stale && (err == 0 || err == EAGAIN);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (partial && i == held && written > done) continue;
+      --batch[i]->sending;
+      if (batch[i]->unhooked) batch[i]->cv.notify_all();
+    }
+    if (stale) return;  // the connection is gone: the reconnect re-sends what is pending
+    if (err != 0 && err != EAGAIN) {
+      l.unlock();
+      asio::post(strand_, [self = shared_from_this(), gen, err] {
+        self->OnError(gen, std::string("write failed: ") + std::strerror(err));
+      });
+      return;
+    }
+    if (partial) {
+      // The socket is full: the strand's writer finishes this frame and the rest, in order.
+      outq_.insert(outq_.begin(), batch.begin() + static_cast<std::ptrdiff_t>(held), batch.end());
+      head_sent_ = written - done;
+      l.unlock();
+      asio::post(strand_, [self = shared_from_this(), sock, gen] {
+        asio::co_spawn(self->strand_, self->WriteLoop(self, sock, gen), asio::detached);
+      });
+      return;
+    }
+    batch = TakeBatchLocked(&skip);
+    if (batch.empty()) {
+      send_busy_ = false;
+      return;
+    }
+  }
 }
 
 Status Core::Wait(const std::shared_ptr<PendingCall>& p, Response* out) {
@@ -158,9 +331,17 @@ Status Core::Wait(const std::shared_ptr<PendingCall>& p, Response* out) {
       pending_.erase(p->id);
       p->in_map = false;
     }
+    p->unhooked = true;
     if (p->sending > 0 || p->receiving) {
       // The peer stalls mid-frame: only dropping the connection frees our buffers.
-      asio::post(strand_, [self = shared_from_this()] { self->OnError(self->gen_, "call timed out mid-transfer"); });
+      asio::post(strand_, [self = shared_from_this()] {
+        uint64_t gen;
+        {
+          std::lock_guard<std::mutex> g(self->mu_);
+          gen = self->gen_;
+        }
+        self->OnError(gen, "call timed out mid-transfer");
+      });
     }
     p->cv.wait(l, [&] { return p->done || (p->sending == 0 && !p->receiving); });
     if (!p->done) {
@@ -174,21 +355,22 @@ Status Core::Wait(const std::shared_ptr<PendingCall>& p, Response* out) {
   return p->status;
 }
 
-void Core::Complete(const std::shared_ptr<PendingCall>& p, Status st) {
-  p->done = true;
-  p->status = std::move(st);
-  p->cv.notify_all();
-}
-
 void Core::Kick() {
   if (shutdown_) return;
   if (state_ == State::kIdle) {
     state_ = State::kConnecting;
     asio::co_spawn(strand_, ConnectLoop(shared_from_this()), asio::detached);
-  } else if (state_ == State::kConnected && !writing_) {
-    writing_ = true;
-    asio::co_spawn(strand_, WriteLoop(shared_from_this(), gen_), asio::detached);
+    return;
   }
+  if (state_ != State::kConnected) return;
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (send_busy_ || outq_.empty()) return;
+    send_busy_ = true;
+    gen = gen_;
+  }
+  asio::co_spawn(strand_, WriteLoop(shared_from_this(), sock_, gen), asio::detached);
 }
 
 awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
@@ -208,24 +390,26 @@ awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
     boost::system::error_code ec;
     tcp::resolver resolver(strand_);
     auto eps = co_await resolver.async_resolve(host_, std::to_string(port_), redirect_error(use_awaitable, ec));
-    tcp::socket sock(strand_);
-    if (!ec) co_await asio::async_connect(sock, eps, redirect_error(use_awaitable, ec));
+    auto sock = std::make_shared<tcp::socket>(strand_);
+    if (!ec) co_await asio::async_connect(*sock, eps, redirect_error(use_awaitable, ec));
     if (!ec && !shutdown_) {
-      sock.set_option(tcp::no_delay(true), ec);
-      sock_.emplace(std::move(sock));
+      sock->set_option(tcp::no_delay(true), ec);
+      sock_ = sock;
       state_ = State::kConnected;
-      ++gen_;
+      uint64_t gen;
       {
         std::lock_guard<std::mutex> l(mu_);
         if (ever_connected_) LOG_INFO("reconnected to " << address_);
         ever_connected_ = true;
         last_error_.clear();
-        outq_.clear();  // re-queue every call in flight, oldest first
+        DropSendQueueLocked();  // re-queue every call in flight, oldest first
         for (auto& [id, p] : pending_) outq_.push_back(p);
+        gen = ++gen_;
+        conn_ = sock;
+        send_busy_ = true;  // the writer below sends the queue
       }
-      asio::co_spawn(strand_, ReadLoop(self, gen_), asio::detached);
-      writing_ = true;
-      asio::co_spawn(strand_, WriteLoop(self, gen_), asio::detached);
+      asio::co_spawn(strand_, ReadLoop(self, sock, gen), asio::detached);
+      asio::co_spawn(strand_, WriteLoop(self, sock, gen), asio::detached);
       co_return;
     }
     {
@@ -236,35 +420,27 @@ awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
   }
 }
 
-awaitable<void> Core::WriteLoop(std::shared_ptr<Core> self, uint64_t gen) {
-  constexpr size_t kMaxBatch = 16;
+awaitable<void> Core::WriteLoop(std::shared_ptr<Core> self, Socket sock, uint64_t gen) {
   for (;;) {
-    std::vector<std::shared_ptr<PendingCall>> batch;
+    std::vector<CallPtr> batch;
     std::vector<asio::const_buffer> bufs;
     {
       std::lock_guard<std::mutex> l(mu_);
-      while (!outq_.empty() && batch.size() < kMaxBatch && gen == gen_) {
-        auto p = std::move(outq_.front());
-        outq_.pop_front();
-        if (!p->in_map) continue;
-        ++p->sending;
-        bufs.push_back(asio::buffer(p->header));
-        if (!p->payload.empty()) bufs.push_back(asio::buffer(p->payload));
-        if (!p->bulk_out.empty()) bufs.push_back(asio::buffer(p->bulk_out.data(), p->bulk_out.size()));
-        batch.push_back(std::move(p));
-      }
+      size_t skip = 0;
+      if (gen == gen_) batch = TakeBatchLocked(&skip);
       if (batch.empty()) {
-        if (gen == gen_) writing_ = false;
+        if (gen == gen_) send_busy_ = false;
         co_return;
       }
+      for (const CallPtr& p : batch) AppendFrame(*p, &bufs, &skip);
     }
     boost::system::error_code ec;
-    co_await asio::async_write(*sock_, bufs, redirect_error(use_awaitable, ec));
+    co_await asio::async_write(*sock, bufs, redirect_error(use_awaitable, ec));
     {
       std::lock_guard<std::mutex> l(mu_);
       for (auto& p : batch) {
         --p->sending;
-        p->cv.notify_all();
+        if (p->unhooked) p->cv.notify_all();
       }
     }
     if (ec) {
@@ -274,12 +450,12 @@ awaitable<void> Core::WriteLoop(std::shared_ptr<Core> self, uint64_t gen) {
   }
 }
 
-awaitable<void> Core::ReadLoop(std::shared_ptr<Core> self, uint64_t gen) {
+awaitable<void> Core::ReadLoop(std::shared_ptr<Core> self, Socket sock, uint64_t gen) {
   uint8_t hdr[net::kHeaderSize];
   for (;;) {
     boost::system::error_code ec;
-    co_await asio::async_read(*sock_, asio::buffer(hdr), redirect_error(use_awaitable, ec));
-    if (ec || gen != gen_) {
+    co_await asio::async_read(*sock, asio::buffer(hdr), redirect_error(use_awaitable, ec));
+    if (ec || sock != sock_) {
       OnError(gen, ec ? ec.message() : "stale connection");
       co_return;
     }
@@ -288,7 +464,7 @@ awaitable<void> Core::ReadLoop(std::shared_ptr<Core> self, uint64_t gen) {
       OnError(gen, h.ok() ? "request frame sent to a client" : h.status().ToString());
       co_return;
     }
-    std::shared_ptr<PendingCall> p;
+    CallPtr p;
     {
       std::lock_guard<std::mutex> l(mu_);
       auto it = pending_.find(h->request_id);
@@ -308,7 +484,7 @@ awaitable<void> Core::ReadLoop(std::shared_ptr<Core> self, uint64_t gen) {
       dst = scratch;
     }
     std::array<asio::mutable_buffer, 2> body = {asio::buffer(payload), asio::buffer(dst.data(), dst.size())};
-    co_await asio::async_read(*sock_, body, redirect_error(use_awaitable, ec));
+    co_await asio::async_read(*sock, body, redirect_error(use_awaitable, ec));
     Status st = ec ? Status(EIO, ec.message())
                    : net::VerifyBody(*h, {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()}, dst);
     if (!st.ok()) {
@@ -316,7 +492,7 @@ awaitable<void> Core::ReadLoop(std::shared_ptr<Core> self, uint64_t gen) {
         std::lock_guard<std::mutex> l(mu_);
         if (p) {
           p->receiving = false;
-          p->cv.notify_all();
+          if (p->unhooked) p->cv.notify_all();
         }
       }
       // A broken reply: drop the connection; the call is re-sent on the next one.
@@ -324,29 +500,53 @@ awaitable<void> Core::ReadLoop(std::shared_ptr<Core> self, uint64_t gen) {
       co_return;
     }
     reconnect_delay_ = std::chrono::milliseconds(0);  // a good reply: the peer speaks our protocol
-    std::lock_guard<std::mutex> l(mu_);
     if (!p) continue;
-    p->receiving = false;
-    p->cv.notify_all();
-    if (!p->in_map) continue;
-    pending_.erase(p->id);
-    p->in_map = false;
-    p->resp.payload = std::move(payload);
-    p->resp.bulk = std::move(scratch);
-    p->resp.bulk_len = h->bulk_len;
-    Complete(p, too_big ? Status(EPROTO, "reply bulk larger than the receive buffer") : Status::Ok());
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      p->receiving = false;
+      wake = p->unhooked;
+      if (p->in_map) {
+        pending_.erase(p->id);
+        p->in_map = false;
+        p->resp.payload = std::move(payload);
+        p->resp.bulk = std::move(scratch);
+        p->resp.bulk_len = h->bulk_len;
+        p->status = too_big ? Status(EPROTO, "reply bulk larger than the receive buffer") : Status::Ok();
+        p->done = true;
+        wake = true;
+      }
+    }
+    // Notified outside mu_, so the waiter does not wake only to block on it.
+    if (wake) p->cv.notify_all();
   }
 }
 
+void Core::Disconnect() {
+  if (sock_ != nullptr) {
+    // Shut down, not closed: a caller may still be writing to this fd. The fd
+    // closes when the last holder (the loops, such a caller) lets go.
+    boost::system::error_code ec;
+    sock_->shutdown(tcp::socket::shutdown_both, ec);
+    sock_->cancel(ec);
+    sock_.reset();
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  conn_.reset();
+  ++gen_;  // stale loops and callers see the change and stop
+  send_busy_ = false;
+  DropSendQueueLocked();
+}
+
 void Core::OnError(uint64_t gen, const std::string& why) {
-  if (gen != gen_ || state_ != State::kConnected) return;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (gen != gen_) return;
+  }
+  if (state_ != State::kConnected) return;
   LOG_WARN("connection to " << address_ << " lost: " << why);
-  boost::system::error_code ec;
-  sock_->shutdown(tcp::socket::shutdown_both, ec);
-  sock_->close(ec);
+  Disconnect();
   state_ = State::kIdle;
-  writing_ = false;
-  ++gen_;  // stale loops see the change and stop
   GrowReconnectDelay();
   Kick();  // reconnects if calls are still in flight
 }
@@ -356,22 +556,24 @@ void Core::Shutdown() {
   auto fut = done.get_future();
   asio::post(strand_, [self = shared_from_this(), &done] {
     self->shutdown_ = true;
-    if (self->sock_) {
-      boost::system::error_code ec;
-      self->sock_->close(ec);
-    }
+    self->Disconnect();
     self->state_ = State::kIdle;
-    ++self->gen_;
     done.set_value();
   });
   fut.wait();
-  std::lock_guard<std::mutex> l(mu_);
-  for (auto& [id, p] : pending_) {
-    p->in_map = false;
-    Complete(p, Status(ECANCELED, "channel closed"));
+  std::vector<CallPtr> calls;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [id, p] : pending_) {
+      p->in_map = false;
+      p->done = true;
+      p->status = Status(ECANCELED, "channel closed");
+      calls.push_back(p);
+    }
+    pending_.clear();
+    outq_.clear();
   }
-  pending_.clear();
-  outq_.clear();
+  for (const CallPtr& p : calls) p->cv.notify_all();
 }
 
 class AsioIoContext final : public IoContext {
