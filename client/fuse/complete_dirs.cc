@@ -58,6 +58,48 @@ void CompleteDirs::Forget(uint64_t dir) {
   std::lock_guard<std::mutex> l(mu_);
   ++epoch_;
   dirs_.erase(dir);
+  attrs_.erase(dir);
+}
+
+void CompleteDirs::SetAttr(const client::Attr& a, Clock::time_point sent, uint64_t epoch) {
+  if (a.lease_ms == 0 || a.ino == 0) return;
+  const auto now = Clock::now();
+  const auto expiry = sent + std::chrono::milliseconds(a.lease_ms);
+  std::lock_guard<std::mutex> l(mu_);
+  if (epoch != epoch_ || expiry <= now) {
+    attrs_.erase(a.ino);
+    return;
+  }
+  if (attrs_.size() >= kMaxDirs) {
+    std::erase_if(attrs_, [now](const auto& d) { return d.second.expiry <= now; });
+    if (attrs_.size() >= kMaxDirs) return;
+  }
+  attrs_[a.ino] = Attrs{expiry, a};
+}
+
+double CompleteDirs::CachedAttr(uint64_t dir, client::Attr* out) {
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = attrs_.find(dir);
+  if (it == attrs_.end()) return 0;
+  if (it->second.expiry <= now) {
+    attrs_.erase(it);
+    return 0;
+  }
+  *out = it->second.attr;
+  return std::chrono::duration<double>(it->second.expiry - now).count();
+}
+
+void CompleteDirs::DropAttr(uint64_t dir) {
+  std::lock_guard<std::mutex> l(mu_);
+  ++epoch_;
+  attrs_.erase(dir);
+}
+
+void CompleteDirs::DropAllAttrs() {
+  std::lock_guard<std::mutex> l(mu_);
+  ++epoch_;
+  attrs_.clear();
 }
 
 double CompleteDirs::AbsentFor(uint64_t dir, std::string_view name) {

@@ -25,8 +25,17 @@
 // new directory found nothing to forget here yet). Callers take Epoch()
 // before the request; Forget() advances it.
 //
-// Bounds: at most kMaxDirs complete directories and kMaxNames names in one;
-// past either, a directory is simply not complete (LOOKUPs go to the MDS).
+// Attributes: the kernel drops a directory's attributes after every create
+// or unlink in it and asks for them (GETATTR) at the next path walk through
+// it, to check permissions. The MDS's reply to a name op under a directory
+// lease carries the directory's new attributes (Attr::dir_attr); they are
+// kept here (SetAttr) and answer that GETATTR for the rest of the lease.
+// Forget, and DropAttr (an own change to the directory's attributes), end
+// that; SetAttr, like Made, takes an Epoch() from before its request.
+//
+// Bounds: at most kMaxDirs complete directories (and as many directories'
+// attributes) and kMaxNames names in one; past either, a directory is
+// simply not complete (LOOKUPs go to the MDS).
 //
 // Thread-safe: one mutex, held for a map access.
 #pragma once
@@ -38,6 +47,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "client/lib/client.h"
 
 namespace sfs::fuse {
 
@@ -63,6 +74,17 @@ class CompleteDirs {
   // Seconds for which name is known absent from dir (> 0), or 0: ask the MDS.
   double AbsentFor(uint64_t dir, std::string_view name);
 
+  // a: a directory's attributes with a.lease_ms, from a request sent at
+  // `sent`; epoch = Epoch() before it was sent.
+  void SetAttr(const client::Attr& a, Clock::time_point sent, uint64_t epoch);
+  // Seconds for which *out (dir's attributes) may be cached (> 0), or 0.
+  double CachedAttr(uint64_t dir, client::Attr* out);
+  // dir's attributes change through this mount: forget them (names stay).
+  void DropAttr(uint64_t dir);
+  // A directory whose inode this mount does not know changed (the one an
+  // rmdir removed or a rename moved): forget every directory's attributes.
+  void DropAllAttrs();
+
   size_t size() const;  // complete directories held (tests)
 
  private:
@@ -74,9 +96,15 @@ class CompleteDirs {
   Dir* Live(uint64_t dir, Clock::time_point now);
   void SweepExpired(Clock::time_point now);  // REQUIRES: mu_ held
 
+  struct Attrs {
+    Clock::time_point expiry;
+    client::Attr attr;
+  };
+
   mutable std::mutex mu_;
   uint64_t epoch_ = 0;                       // GUARDED_BY(mu_)
   std::unordered_map<uint64_t, Dir> dirs_;   // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, Attrs> attrs_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace sfs::fuse

@@ -51,5 +51,29 @@ TEST(CompleteDirsTest, AReplyWithALeaseRenewsALiveOneOnly) {
   EXPECT_EQ(d.AbsentFor(8, "x"), 0) << "a lapsed lease is not renewed";
 }
 
+TEST(CompleteDirsTest, ADirectorysAttributesAreKeptForTheLeaseUnlessDroppedOrRaced) {
+  CompleteDirs d;
+  client::Attr a;
+  a.ino = 7;
+  a.mode = 040755;
+  a.lease_ms = 5000;
+  d.SetAttr(a, Clock::now(), d.Epoch());
+  client::Attr got;
+  EXPECT_GT(d.CachedAttr(7, &got), 4.0);
+  EXPECT_EQ(got.mode, 040755u);
+  d.DropAttr(7);
+  EXPECT_EQ(d.CachedAttr(7, &got), 0);
+  uint64_t epoch = d.Epoch();
+  d.Forget(99);  // an invalidation while the reply was in flight
+  d.SetAttr(a, Clock::now(), epoch);
+  EXPECT_EQ(d.CachedAttr(7, &got), 0);
+  d.SetAttr(a, Clock::now(), d.Epoch());
+  d.DropAllAttrs();
+  EXPECT_EQ(d.CachedAttr(7, &got), 0);
+  d.SetAttr(a, Clock::now(), d.Epoch());
+  d.Forget(7);
+  EXPECT_EQ(d.CachedAttr(7, &got), 0);
+}
+
 }  // namespace
 }  // namespace sfs::fuse

@@ -110,10 +110,10 @@ void FuseOps::OnOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void FuseOps::OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                        fuse_file_info* fi) {
   client::Attr a;
-  const auto sent = CompleteDirs::Clock::now();
+  const OpStart start = Begin();
   Result<std::shared_ptr<client::File>> f =
       client_->Create(CredOf(req), parent, name, mode, fi->flags, &a);
-  NoteAdded(parent, name, f.status(), &a, sent);  // before the kernel has the reply
+  NoteAdded(parent, name, f.status(), &a, start);  // before the kernel has the reply
   if (!f.ok()) return ReplyStatus(req, f.status());
   ReplyOpen(req, std::move(*f), a, fi, /*with_entry=*/true);
 }

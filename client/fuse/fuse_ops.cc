@@ -170,14 +170,25 @@ void FuseOps::ReplyAbsent(fuse_req_t req, double seconds) {
 }
 
 void FuseOps::NoteAdded(uint64_t dir, const char* name, const Status& st, const client::Attr* a,
-                        CompleteDirs::Clock::time_point sent) {
+                        const OpStart& start) {
   if (!st.ok()) return dirs_.Forget(dir);
-  dirs_.Added(dir, name, a != nullptr ? a->dir_lease_ms : 0, sent);
+  dirs_.Added(dir, name, a != nullptr ? a->dir_lease_ms : 0, start.sent);
+  if (a != nullptr && a->dir_attr != nullptr && a->dir_attr->ino == dir) {
+    dirs_.SetAttr(*a->dir_attr, start.sent, start.epoch);
+  } else {
+    dirs_.DropAttr(dir);
+  }
 }
 
-void FuseOps::NoteRemoved(uint64_t dir, const char* name, const Status& st) {
+void FuseOps::NoteRemoved(uint64_t dir, const char* name, const Status& st,
+                          const client::Attr& dir_attr, const OpStart& start) {
   if (!st.ok()) return dirs_.Forget(dir);
   dirs_.Removed(dir, name);
+  if (dir_attr.ino == dir) {
+    dirs_.SetAttr(dir_attr, start.sent, start.epoch);
+  } else {
+    dirs_.DropAttr(dir);
+  }
 }
 
 void FuseOps::ReplyAttr(fuse_req_t req, const client::Attr& a) {
@@ -251,7 +262,18 @@ void FuseOps::OnForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forg
   fuse_reply_none(req);
 }
 
+// A directory's attributes that came with a name op's reply under its lease
+// are answered here (the GETATTR the kernel sends after each create or
+// unlink in the directory, to check search permission; complete_dirs.h).
 void FuseOps::OnGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (opts_.leases) {
+    client::Attr cached;
+    double left = dirs_.CachedAttr(ino, &cached);
+    if (left > 0) {
+      struct stat st = cached.ToStat();
+      return static_cast<void>(fuse_reply_attr(req, &st, left));
+    }
+  }
   Result<client::Attr> a = client_->GetAttr(CredOf(req), ino);
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyAttr(req, *a);
@@ -262,7 +284,9 @@ void FuseOps::OnSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_
   // ftruncate comes with its file handle: an fd opened for writing may truncate.
   const client::File* via =
       (to_set & FUSE_SET_ATTR_SIZE) && fi != nullptr && fi->fh != 0 ? FileOfHandle(fi) : nullptr;
+  dirs_.DropAttr(ino);
   Result<client::Attr> a = client_->SetAttr(CredOf(req), ino, ToSetAttrArgs(*st, to_set), via);
+  dirs_.DropAttr(ino);  // and a GETATTR stored while this was in flight
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyAttr(req, *a);
 }
@@ -277,41 +301,45 @@ void FuseOps::OnReadlink(fuse_req_t req, fuse_ino_t ino) {
 // kernel gets the reply (and with it the directory's lock back).
 void FuseOps::OnMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                       dev_t rdev) {
-  const auto sent = CompleteDirs::Clock::now();
+  const OpStart start = Begin();
   Result<client::Attr> a = client_->Mknod(CredOf(req), parent, name, mode, rdev);
-  NoteAdded(parent, name, a.status(), a.ok() ? &*a : nullptr, sent);
+  NoteAdded(parent, name, a.status(), a.ok() ? &*a : nullptr, start);
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyEntry(req, *a);
 }
 
 // A directory made here with a lease is complete (and empty) from the start.
 void FuseOps::OnMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
-  const auto sent = CompleteDirs::Clock::now();
-  const uint64_t epoch = dirs_.Epoch();
+  const OpStart start = Begin();
   Result<client::Attr> a = client_->Mkdir(CredOf(req), parent, name, mode);
-  NoteAdded(parent, name, a.status(), a.ok() ? &*a : nullptr, sent);
+  NoteAdded(parent, name, a.status(), a.ok() ? &*a : nullptr, start);
   if (!a.ok()) return ReplyStatus(req, a.status());
-  if (opts_.leases) dirs_.Made(a->ino, a->lease_ms, sent, epoch);
+  if (opts_.leases) dirs_.Made(a->ino, a->lease_ms, start.sent, start.epoch);
   ReplyEntry(req, *a);
 }
 
 void FuseOps::OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  Status st = client_->Unlink(CredOf(req), parent, name);
-  NoteRemoved(parent, name, st);
+  const OpStart start = Begin();
+  client::Attr dir_attr;
+  Status st = client_->Unlink(CredOf(req), parent, name, &dir_attr);
+  NoteRemoved(parent, name, st, dir_attr, start);
   ReplyStatus(req, st);
 }
 
+// The removed directory's cached attributes (inode unknown here) go with
+// every other directory's.
 void FuseOps::OnRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Status st = client_->Rmdir(CredOf(req), parent, name);
-  NoteRemoved(parent, name, st);
+  NoteRemoved(parent, name, st, client::Attr{}, OpStart{});
+  if (st.ok()) dirs_.DropAllAttrs();
   ReplyStatus(req, st);
 }
 
 void FuseOps::OnSymlink(fuse_req_t req, const char* target, fuse_ino_t parent,
                         const char* name) {
-  const auto sent = CompleteDirs::Clock::now();
+  const OpStart start = Begin();
   Result<client::Attr> a = client_->Symlink(CredOf(req), parent, name, target);
-  NoteAdded(parent, name, a.status(), a.ok() ? &*a : nullptr, sent);
+  NoteAdded(parent, name, a.status(), a.ok() ? &*a : nullptr, start);
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyEntry(req, *a);
 }
@@ -319,19 +347,23 @@ void FuseOps::OnSymlink(fuse_req_t req, const char* target, fuse_ino_t parent,
 void FuseOps::OnRename(fuse_req_t req, fuse_ino_t parent, const char* name,
                        fuse_ino_t new_parent, const char* new_name, unsigned int flags) {
   Status st = client_->Rename(CredOf(req), parent, name, new_parent, new_name, flags);
-  // RENAME_EXCHANGE (2) keeps both names.
-  if (!st.ok() || (flags & 2) == 0) {
-    NoteRemoved(parent, name, st);
-    NoteAdded(new_parent, new_name, st, nullptr, {});
+  if (!st.ok()) {
+    dirs_.Forget(parent);
+    dirs_.Forget(new_parent);
+  } else if ((flags & 2) == 0) {  // RENAME_EXCHANGE (2) keeps both names
+    dirs_.Removed(parent, name);
+    dirs_.Added(new_parent, new_name);
   }
+  // A directory moved changes too (its ctime, ".."), inode unknown here.
+  dirs_.DropAllAttrs();
   ReplyStatus(req, st);
 }
 
 void FuseOps::OnLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent,
                      const char* new_name) {
-  const auto sent = CompleteDirs::Clock::now();
+  const OpStart start = Begin();
   Result<client::Attr> a = client_->Link(CredOf(req), ino, new_parent, new_name);
-  NoteAdded(new_parent, new_name, a.status(), a.ok() ? &*a : nullptr, sent);
+  NoteAdded(new_parent, new_name, a.status(), a.ok() ? &*a : nullptr, start);
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyEntry(req, *a);
 }
@@ -357,8 +389,9 @@ void FuseOps::OnSetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const
                          size_t size, int flags) {
   if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
   nodes_.XattrChanged(ino);
-  ReplyStatus(req, client_->SetXattr(CredOf(req), ino, name, std::string_view(value, size),
-                                     flags));
+  Status st = client_->SetXattr(CredOf(req), ino, name, std::string_view(value, size), flags);
+  dirs_.DropAttr(ino);  // ctime
+  ReplyStatus(req, st);
 }
 
 void FuseOps::OnGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
@@ -384,7 +417,9 @@ void FuseOps::OnListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 void FuseOps::OnRemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
   nodes_.XattrChanged(ino);
-  ReplyStatus(req, client_->RemoveXattr(CredOf(req), ino, name));
+  Status st = client_->RemoveXattr(CredOf(req), ino, name);
+  dirs_.DropAttr(ino);  // ctime
+  ReplyStatus(req, st);
 }
 
 const fuse_lowlevel_ops& FuseOps::Table() {

@@ -181,11 +181,19 @@ class FuseOps {
   // Replies "no such name", cached by the kernel for `seconds` (a negative
   // entry under a directory lease; fuse_ops.h).
   static void ReplyAbsent(fuse_req_t req, double seconds);
+  // When and at which CompleteDirs epoch a name op was sent.
+  struct OpStart {
+    CompleteDirs::Clock::time_point sent;
+    uint64_t epoch = 0;
+  };
+  OpStart Begin() const { return {CompleteDirs::Clock::now(), dirs_.Epoch()}; }
   // After a change of a name in dir through this mount: what CompleteDirs
-  // must learn (a failure may have changed anything: it forgets dir).
+  // must learn from the reply a (null on error) or dir_attr (a failure may
+  // have changed anything: it forgets dir).
   void NoteAdded(uint64_t dir, const char* name, const Status& st, const client::Attr* a,
-                 CompleteDirs::Clock::time_point sent);
-  void NoteRemoved(uint64_t dir, const char* name, const Status& st);
+                 const OpStart& start);
+  void NoteRemoved(uint64_t dir, const char* name, const Status& st,
+                   const client::Attr& dir_attr, const OpStart& start);
   void ReplyAttr(fuse_req_t req, const client::Attr& a);
   void ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const client::Attr& a,
                  fuse_file_info* fi, bool with_entry);

@@ -525,17 +525,17 @@ Result<Attr> Client::Mkdir(const Cred& c, uint64_t parent, std::string_view name
   return impl_->mds->Mkdir(c, parent, name, mode);
 }
 
-Status Client::Unlink(const Cred& c, uint64_t parent, std::string_view name) {
-  return impl_->mds->Unlink(c, parent, name);
+Status Client::Unlink(const Cred& c, uint64_t parent, std::string_view name, Attr* dir_attr) {
+  return impl_->mds->Unlink(c, parent, name, dir_attr);
 }
 
-Status Client::Rmdir(const Cred& c, uint64_t parent, std::string_view name) {
-  return impl_->mds->Rmdir(c, parent, name);
+Status Client::Rmdir(const Cred& c, uint64_t parent, std::string_view name, Attr* dir_attr) {
+  return impl_->mds->Rmdir(c, parent, name, dir_attr);
 }
 
 Status Client::Rename(const Cred& c, uint64_t parent, std::string_view name, uint64_t new_parent,
-                      std::string_view new_name, uint32_t flags) {
-  return impl_->mds->Rename(c, parent, name, new_parent, new_name, flags);
+                      std::string_view new_name, uint32_t flags, Attr* dir_attr) {
+  return impl_->mds->Rename(c, parent, name, new_parent, new_name, flags, dir_attr);
 }
 
 Result<Attr> Client::Link(const Cred& c, uint64_t ino, uint64_t new_parent,

@@ -94,6 +94,10 @@ struct Attr {
   // holds a lease on that directory, i.e. hears of every name another client
   // adds or removes there before that change returns; 0 = none.
   uint32_t dir_lease_ms = 0;
+  // With dir_lease_ms, on a call that added a name (create, mknod, mkdir,
+  // symlink, link): that directory's attributes after the change, which may
+  // be cached for dir_lease_ms. Null otherwise.
+  std::shared_ptr<const Attr> dir_attr;
   struct stat ToStat() const;
 };
 
@@ -253,11 +257,14 @@ class Client {
   Result<Attr> Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
                      uint64_t rdev);
   Result<Attr> Mkdir(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode);
-  Status Unlink(const Cred& c, uint64_t parent, std::string_view name);
-  Status Rmdir(const Cred& c, uint64_t parent, std::string_view name);
-  // flags: RENAME_NOREPLACE (1) / RENAME_EXCHANGE (2).
+  // dir_attr (optional): parent's attributes after the change, with
+  // lease_ms = the lease on parent (Attr::dir_attr); ino 0 if none came.
+  Status Unlink(const Cred& c, uint64_t parent, std::string_view name, Attr* dir_attr = nullptr);
+  Status Rmdir(const Cred& c, uint64_t parent, std::string_view name, Attr* dir_attr = nullptr);
+  // flags: RENAME_NOREPLACE (1) / RENAME_EXCHANGE (2). dir_attr: as for
+  // Unlink, for a rename within one directory.
   Status Rename(const Cred& c, uint64_t parent, std::string_view name, uint64_t new_parent,
-                std::string_view new_name, uint32_t flags);
+                std::string_view new_name, uint32_t flags, Attr* dir_attr = nullptr);
   Result<Attr> Link(const Cred& c, uint64_t ino, uint64_t new_parent, std::string_view new_name);
   Result<Attr> Symlink(const Cred& c, uint64_t parent, std::string_view name,
                        std::string_view target);

@@ -185,8 +185,28 @@ Result<Attr> MdsClient::AttrOf(const proto::MdsResponse& resp, uint64_t invals) 
   if (invalidations_.load() == invals) {
     a.lease_ms = resp.attr().lease_ms();
     a.dir_lease_ms = resp.parent_lease_ms();
+    Attr dir = DirAttrOf(resp, invals);
+    if (dir.ino != 0) a.dir_attr = std::make_shared<const Attr>(std::move(dir));
   }
   return a;
+}
+
+Attr MdsClient::DirAttrOf(const proto::MdsResponse& resp, uint64_t invals) {
+  if (!resp.has_parent_attr() || resp.parent_lease_ms() == 0 ||
+      invalidations_.load() != invals) {
+    return Attr{};
+  }
+  Attr a = FromProto(resp.parent_attr());
+  a.lease_ms = resp.parent_lease_ms();
+  return a;
+}
+
+Status MdsClient::CallForDir(const Cred& c, proto::MdsRequest* req, Attr* dir_attr) {
+  proto::MdsResponse resp;
+  uint64_t invals = invalidations_.load();
+  Status st = Call(&c, req, &resp);
+  if (dir_attr != nullptr) *dir_attr = st.ok() ? DirAttrOf(resp, invals) : Attr{};
+  return st;
 }
 
 Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req) {
@@ -200,6 +220,8 @@ Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req)
   if (invalidations_.load() == invals) {
     r.attr.lease_ms = o.lease_ms();
     r.attr.dir_lease_ms = resp.parent_lease_ms();
+    Attr dir = DirAttrOf(resp, invals);
+    if (dir.ino != 0) r.attr.dir_attr = std::make_shared<const Attr>(std::move(dir));
   }
   r.layout = FromProto(o.layout(), false);
   r.created = o.created();
@@ -337,24 +359,24 @@ Result<Attr> MdsClient::Mkdir(const Cred& c, uint64_t parent, std::string_view n
   return CallForAttr(&c, &req);
 }
 
-Status MdsClient::Unlink(const Cred& c, uint64_t parent, std::string_view name) {
+Status MdsClient::Unlink(const Cred& c, uint64_t parent, std::string_view name,
+                         Attr* dir_attr) {
   proto::MdsRequest req;
   req.mutable_unlink()->set_parent(parent);
   req.mutable_unlink()->set_name(std::string(name));
-  proto::MdsResponse resp;
-  return Call(&c, &req, &resp);
+  return CallForDir(c, &req, dir_attr);
 }
 
-Status MdsClient::Rmdir(const Cred& c, uint64_t parent, std::string_view name) {
+Status MdsClient::Rmdir(const Cred& c, uint64_t parent, std::string_view name, Attr* dir_attr) {
   proto::MdsRequest req;
   req.mutable_rmdir()->set_parent(parent);
   req.mutable_rmdir()->set_name(std::string(name));
-  proto::MdsResponse resp;
-  return Call(&c, &req, &resp);
+  return CallForDir(c, &req, dir_attr);
 }
 
 Status MdsClient::Rename(const Cred& c, uint64_t parent, std::string_view name,
-                         uint64_t new_parent, std::string_view new_name, uint32_t flags) {
+                         uint64_t new_parent, std::string_view new_name, uint32_t flags,
+                         Attr* dir_attr) {
   proto::MdsRequest req;
   proto::RenameReq* r = req.mutable_rename();
   r->set_parent(parent);
@@ -362,8 +384,7 @@ Status MdsClient::Rename(const Cred& c, uint64_t parent, std::string_view name,
   r->set_new_parent(new_parent);
   r->set_new_name(std::string(new_name));
   r->set_flags(flags);
-  proto::MdsResponse resp;
-  return Call(&c, &req, &resp);
+  return CallForDir(c, &req, dir_attr);
 }
 
 Result<Attr> MdsClient::Link(const Cred& c, uint64_t ino, uint64_t new_parent,

@@ -103,10 +103,11 @@ class MdsClient {
   Result<Attr> Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
                      uint64_t rdev);
   Result<Attr> Mkdir(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode);
-  Status Unlink(const Cred& c, uint64_t parent, std::string_view name);
-  Status Rmdir(const Cred& c, uint64_t parent, std::string_view name);
+  // dir_attr: see Client::Unlink.
+  Status Unlink(const Cred& c, uint64_t parent, std::string_view name, Attr* dir_attr = nullptr);
+  Status Rmdir(const Cred& c, uint64_t parent, std::string_view name, Attr* dir_attr = nullptr);
   Status Rename(const Cred& c, uint64_t parent, std::string_view name, uint64_t new_parent,
-                std::string_view new_name, uint32_t flags);
+                std::string_view new_name, uint32_t flags, Attr* dir_attr = nullptr);
   Result<Attr> Link(const Cred& c, uint64_t ino, uint64_t new_parent, std::string_view new_name);
   Result<Attr> Symlink(const Cred& c, uint64_t parent, std::string_view name,
                        std::string_view target);
@@ -160,6 +161,11 @@ class MdsClient {
   // The reply's attributes, with its leases iff no invalidation began since
   // invals was read.
   Result<Attr> AttrOf(const proto::MdsResponse& resp, uint64_t invals);
+  // The reply's parent_attr with lease_ms = parent_lease_ms, or ino 0 (none,
+  // or an invalidation began since invals was read).
+  Attr DirAttrOf(const proto::MdsResponse& resp, uint64_t invals);
+  // Call for an op that returns only a status and maybe the parent's attrs.
+  Status CallForDir(const Cred& c, proto::MdsRequest* req, Attr* dir_attr);
   Result<OpenResult> CallForOpen(const Cred* c, proto::MdsRequest* req);
 
   std::unique_ptr<rpc::Channel> channel_;

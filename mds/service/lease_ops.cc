@@ -213,6 +213,11 @@ void MdsService::GrantLease(const MdsRequest& r, uint64_t tick, MdsResponse* res
   const uint64_t dir = DirOf(r);
   if (dir != 0 && (code == 0 || (code == ENOENT && r.op_case() == MdsRequest::kLookup))) {
     resp->set_parent_lease_ms(leases_->Grant(r.client_id(), dir, tick));
+    // Read after the grant: a later change by another client revokes it.
+    if (resp->parent_lease_ms() > 0 && code == 0 && !DirsChanged(r, *resp).empty()) {
+      auto a = ns_->GetAttr(dir);
+      if (a.ok()) *resp->mutable_parent_attr() = *a;
+    }
   }
   if (code != 0) return;
   auto leased = [](uint32_t mode) { return S_ISREG(mode) || S_ISDIR(mode); };

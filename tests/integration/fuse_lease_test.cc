@@ -255,6 +255,34 @@ TEST_F(LeaseTest, ANameCreatedElsewhereInADirectoryThisMountMadeIsSeenAtOnce) {
   EXPECT_EQ(StatErr(On(1, "mine/own")), ENOENT);
 }
 
+// Mount 1's creates in a directory bring the directory's new attributes,
+// which answer the kernel's GETATTRs there: they must be the MDS's (nlink
+// after a mkdir, mtime after each change), and give way at once to a change
+// through mount 0 or to mount 1's own chmod.
+TEST_F(LeaseTest, ADirectorysAttributesFromItsOwnCreatesAreTheMdssAndGiveWayToChanges) {
+  ASSERT_EQ(mkdir(On(1, "d").c_str(), 0755), 0);
+  ASSERT_TRUE(WriteFile(On(1, "d/a"), "a"));
+  ASSERT_EQ(mkdir(On(1, "d/sub").c_str(), 0755), 0);
+  struct stat here = StatOf(On(1, "d"));
+  struct stat there = StatOf(On(0, "d"));
+  EXPECT_EQ(here.st_nlink, 3u);
+  EXPECT_EQ(here.st_nlink, there.st_nlink);
+  EXPECT_EQ(here.st_mtim.tv_nsec, there.st_mtim.tv_nsec);
+  EXPECT_EQ(here.st_mtim.tv_sec, there.st_mtim.tv_sec);
+  ASSERT_EQ(unlink(On(1, "d/a").c_str()), 0);
+  here = StatOf(On(1, "d"));
+  there = StatOf(On(0, "d"));
+  EXPECT_EQ(here.st_mtim.tv_nsec, there.st_mtim.tv_nsec);
+  ASSERT_EQ(chmod(On(0, "d").c_str(), 0711), 0);
+  EXPECT_EQ(StatOf(On(1, "d")).st_mode & 0777, 0711u);
+  ASSERT_TRUE(WriteFile(On(1, "d/b"), "b"));
+  ASSERT_EQ(chmod(On(1, "d").c_str(), 0750), 0);
+  EXPECT_EQ(StatOf(On(1, "d")).st_mode & 0777, 0750u);
+  EXPECT_EQ(StatOf(On(0, "d")).st_mode & 0777, 0750u);
+  ASSERT_TRUE(WriteFile(On(0, "d/c"), "c"));
+  EXPECT_EQ(StatOf(On(1, "d")).st_mtim.tv_nsec, StatOf(On(0, "d")).st_mtim.tv_nsec);
+}
+
 // Both mounts hold the directory's lease and create in it at once: each
 // create holds its own kernel's directory lock while the MDS waits for the
 // other mount, whose invalidation needs that lock. The MDS breaks the cycle,
