@@ -120,10 +120,21 @@ void FuseOps::OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode
 
 void FuseOps::OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      fuse_file_info* fi) {
-  auto buf = std::make_unique_for_overwrite<uint8_t[]>(size);
-  Result<size_t> n = client_->Read(FileOf(fi), off, std::span<uint8_t>(buf.get(), size));
+  // The reply buffer comes from the pool (no page faults while the socket
+  // fills it); a READ larger than max_write (-o max_read) gets its own.
+  ReadBuffers::Lease pooled;
+  std::unique_ptr<uint8_t[]> own;
+  uint8_t* buf = nullptr;
+  if (size <= read_buffers_.size()) {
+    pooled = read_buffers_.Get();
+    buf = pooled.data();
+  } else {
+    own = std::make_unique_for_overwrite<uint8_t[]>(size);
+    buf = own.get();
+  }
+  Result<size_t> n = client_->Read(FileOf(fi), off, std::span<uint8_t>(buf, size));
   if (!n.ok()) return ReplyStatus(req, n.status());
-  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.get()), *n);
+  fuse_reply_buf(req, reinterpret_cast<const char*>(buf), *n);
 }
 
 void FuseOps::OnWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* bufv, off_t off,

@@ -91,6 +91,7 @@
 #include "client/fuse/complete_dirs.h"
 #include "client/fuse/dir_cursor.h"
 #include "client/fuse/node_table.h"
+#include "client/fuse/read_buffers.h"
 #include "client/lib/client.h"
 
 namespace sfs::fuse {
@@ -219,6 +220,9 @@ class FuseOps {
   const FuseOptions opts_;
   NodeTable nodes_;
   CompleteDirs dirs_;
+  // READ reply buffers of max_write bytes; 32 idle at most (32 MiB at the
+  // default 1 MiB; read_buffers.h).
+  ReadBuffers read_buffers_{opts_.max_write, 32};
   std::mutex notify_mu_;                 // held across a notify call
   fuse_session* notify_se_ = nullptr;    // GUARDED_BY(notify_mu_)
 };
