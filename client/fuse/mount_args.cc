@@ -6,12 +6,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdlib>
 #include <string_view>
 
 namespace sfs::fuse {
 namespace {
+
+// max_idle_threads not given: keep every worker (see MountArgs).
+constexpr unsigned kIdleAsMax = UINT_MAX;
 
 // fuse_opt fills a plain struct by offset.
 struct RawArgs {
@@ -22,7 +26,7 @@ struct RawArgs {
   unsigned rpc_timeout_ms = 30000;
   unsigned connect_timeout_ms = 5000;
   unsigned max_threads = 64;
-  unsigned max_idle_threads = 10;
+  unsigned max_idle_threads = kIdleAsMax;
   unsigned read_ahead_kb = 4096;
   unsigned write_behind_kb = 16384;
   unsigned write_behind_threads = 16;
@@ -132,7 +136,8 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
     SFS_ASSIGN_OR_RETURN(out.client.transport, client::ParseTransport(raw.transport));
   }
   out.max_threads = raw.max_threads;
-  out.max_idle_threads = raw.max_idle_threads;
+  out.max_idle_threads =
+      raw.max_idle_threads == kIdleAsMax ? raw.max_threads : raw.max_idle_threads;
   out.read_ahead_kb = raw.read_ahead_kb;
   out.fuse.max_readahead = raw.read_ahead_kb * 1024;
   out.client.write_behind_bytes = uint64_t{raw.write_behind_kb} * 1024;
@@ -179,7 +184,7 @@ std::string MountUsage() {
          "  -o rpc_timeout_ms=N     give up on an MDS/OSS request after N ms (default 30000)\n"
          "  -o connect_timeout_ms=N give up reaching the MDS at mount after N ms (default 5000)\n"
          "  -o max_threads=N        FUSE worker threads at most (default 64)\n"
-         "  -o max_idle_threads=N   idle workers kept (default 10)\n"
+         "  -o max_idle_threads=N   idle workers kept (default: max_threads, none ends)\n"
          "  -o read_ahead_kb=N      kernel readahead per file, KiB (default 4096; 0 keeps\n"
          "                          the kernel's 128): wide enough to read several stripes at once\n"
          "  -o write_behind_kb=N    write-only handles: answer a write once it is copied into a\n"

@@ -30,7 +30,9 @@ struct MountArgs {
   FuseOptions fuse;
   client::Options client;
   unsigned max_threads = 64;       // FUSE workers at most (requests in flight)
-  unsigned max_idle_threads = 10;  // idle workers kept
+  // Idle workers kept; by default all (max_threads): a worker that ends
+  // after a burst of requests is a thread created again for the next one.
+  unsigned max_idle_threads = 64;
   unsigned read_ahead_kb = 4096;   // kernel readahead window; 0 = kernel default
   // For fuse_session_new: argv[0], then the -o options.
   std::vector<std::string> fuse_argv;

@@ -31,6 +31,19 @@ TEST(MountArgsTest, AddressAndMountPointAreTheTwoPositionals) {
             "sfs-mount -o default_permissions,fsname=mds:7700,subtype=sfs ");
 }
 
+TEST(MountArgsTest, EveryWorkerIsKeptIdleUnlessMaxIdleThreadsSaysOtherwise) {
+  Result<MountArgs> a = Parse({"h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->max_idle_threads, a->max_threads);
+  a = Parse({"-o", "max_threads=8", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->max_idle_threads, 8u);
+  a = Parse({"-o", "max_threads=8,max_idle_threads=2", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->max_threads, 8u);
+  EXPECT_EQ(a->max_idle_threads, 2u);
+}
+
 TEST(MountArgsTest, LeasesAreOnByDefaultAndNoleasesTurnsThemOffForMountAndLibrary) {
   Result<MountArgs> a = Parse({"h:1", "/m"});
   ASSERT_TRUE(a.ok()) << a.status().ToString();
