@@ -6,7 +6,9 @@
 // read-loop coroutine decodes frames and posts each request to the worker
 // pool; a worker posts its reply back to the strand, where one writer
 // coroutine drains the reply queue with gathered writes (header, payload and
-// bulk as separate buffers: bulk is never copied).
+// bulk as separate buffers: bulk is never copied). A handler that uses a bulk
+// pool (Handler::UsesBulkPool) gets request bulk received straight into a
+// pooled, 4 KiB-aligned buffer and may reply from one (bulk_pool.h).
 //
 // Memory: each request is admitted against the server's byte budget
 // (common/rpc/admission.h) after its header and payload are read and before
@@ -48,7 +50,13 @@ struct OutFrame {
   uint8_t header[net::kHeaderSize];
   std::string payload;
   std::vector<uint8_t> bulk;
+  BulkBuffer pooled_bulk;  // sent instead of bulk when not empty
   std::shared_ptr<AdmissionBudget::Ticket> ticket;  // released once written
+
+  std::span<const uint8_t> bulk_bytes() const {
+    if (!pooled_bulk.empty()) return pooled_bulk.span();
+    return bulk;
+  }
 };
 
 class ServerConn : public std::enable_shared_from_this<ServerConn> {
@@ -95,6 +103,8 @@ class TcpServer final : public Server {
   void Stop() override;
 
   Handler* handler() const { return handler_; }
+  // The pool request and reply bulk lives in, iff the handler uses one.
+  BulkPool* pool() const { return pool_.get(); }
   asio::thread_pool& workers() { return workers_; }
   const std::shared_ptr<ReplyGate>& gate() const { return gate_; }
   AdmissionBudget& budget() { return *budget_; }
@@ -123,6 +133,9 @@ class TcpServer final : public Server {
   std::shared_ptr<ReplyGate> gate_ = std::make_shared<ReplyGate>();
   std::shared_ptr<AdmissionBudget> budget_ = std::make_shared<AdmissionBudget>(
       opts_.max_inflight_bytes, opts_.max_inflight_bytes_per_conn);
+  // Idle buffers are bounded by the same budget (bulk_pool.h).
+  std::shared_ptr<BulkPool> pool_ =
+      handler_->UsesBulkPool() ? std::make_shared<BulkPool>(opts_.max_inflight_bytes) : nullptr;
   std::vector<std::thread> io_threads_;
   uint16_t port_ = 0;
   std::atomic<bool> stopped_{false};
@@ -157,14 +170,23 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
                     server_->handler()->ReplyBulkHint(req->payload);
     std::shared_ptr<AdmissionBudget::Ticket> ticket = co_await Admit(cost);
     if (!ticket) co_return;  // closed while waiting
-    req->bulk.resize(h->bulk_len);
-    co_await asio::async_read(sock_, asio::buffer(req->bulk), redirect_error(use_awaitable, ec));
+    std::span<uint8_t> bulk;
+    if (BulkPool* pool = server_->pool()) {  // uninitialised, aligned: the socket fills it
+      req->pool = pool;
+      req->pooled_bulk = pool->Get(h->bulk_len);
+      bulk = req->pooled_bulk.span();
+    } else {
+      req->bulk.resize(h->bulk_len);
+      bulk = req->bulk;
+    }
+    co_await asio::async_read(sock_, asio::buffer(bulk.data(), bulk.size()),
+                              redirect_error(use_awaitable, ec));
     if (ec) {
       Close("truncated frame: " + ec.message());
       co_return;
     }
     Status st = net::VerifyBody(
-        *h, {reinterpret_cast<const uint8_t*>(req->payload.data()), req->payload.size()}, req->bulk);
+        *h, {reinterpret_cast<const uint8_t*>(req->payload.data()), req->payload.size()}, bulk);
     if (!st.ok()) {
       Close(st.ToString());
       co_return;
@@ -215,9 +237,11 @@ void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
   auto f = std::make_shared<OutFrame>();
   f->payload = std::move(reply.payload);
   f->bulk = std::move(reply.bulk);
+  f->pooled_bulk = std::move(reply.pooled_bulk);
+  const std::span<const uint8_t> bulk = f->bulk_bytes();
   // A reply larger than announced (no ReplyBulkHint) is charged now, so the
   // read loop admits less until it is written.
-  uint64_t bytes = AdmissionBudget::kCallOverhead + f->payload.size() + f->bulk.size();
+  uint64_t bytes = AdmissionBudget::kCallOverhead + f->payload.size() + bulk.size();
   if (ticket && bytes > ticket->bytes()) ticket->Grow(bytes - ticket->bytes());
   f->ticket = std::move(ticket);
   net::FrameHeader h;
@@ -225,9 +249,9 @@ void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
   h.service = service;
   h.request_id = request_id;
   h.payload_len = static_cast<uint32_t>(f->payload.size());
-  h.bulk_len = static_cast<uint32_t>(f->bulk.size());
+  h.bulk_len = static_cast<uint32_t>(bulk.size());
   h.body_crc = net::BodyCrc(
-      {reinterpret_cast<const uint8_t*>(f->payload.data()), f->payload.size()}, f->bulk);
+      {reinterpret_cast<const uint8_t*>(f->payload.data()), f->payload.size()}, bulk);
   net::EncodeHeader(h, f->header);
   asio::post(sock_.get_executor(), [self = shared_from_this(), f = std::move(f)] {
     if (self->closed_) return;
@@ -251,7 +275,8 @@ awaitable<void> ServerConn::WriteLoop(std::shared_ptr<ServerConn> self) {
       OutFrame& f = *batch.back();
       bufs.push_back(asio::buffer(f.header));
       if (!f.payload.empty()) bufs.push_back(asio::buffer(f.payload));
-      if (!f.bulk.empty()) bufs.push_back(asio::buffer(f.bulk));
+      std::span<const uint8_t> bulk = f.bulk_bytes();
+      if (!bulk.empty()) bufs.push_back(asio::buffer(bulk.data(), bulk.size()));
     }
     boost::system::error_code ec;
     co_await asio::async_write(sock_, bufs, redirect_error(use_awaitable, ec));

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/rpc/bulk_pool.h"
 #include "common/status.h"
 
 namespace sfs::rpc {
@@ -31,14 +32,28 @@ enum ServiceId : uint16_t { kServiceMds = 1, kServiceOss = 2 };
 struct Request {
   uint16_t service = 0;
   std::string payload;         // serialized protobuf
-  std::vector<uint8_t> bulk;   // raw bulk bytes (file data)
+  std::vector<uint8_t> bulk;   // raw bulk bytes (file data), unless in pooled_bulk
   std::string peer;            // "host:port" of the caller
+  // Only for a handler whose UsesBulkPool() is true, and only on servers that
+  // have a pool (TCP): the bulk arrived in pooled_bulk (4 KiB-aligned; `bulk`
+  // stays empty), and `pool` may give the reply's bulk (valid during the call).
+  BulkBuffer pooled_bulk;
+  BulkPool* pool = nullptr;
+
+  // The request's bulk, wherever it arrived.
+  std::span<const uint8_t> bulk_bytes() const {
+    if (!pooled_bulk.empty()) return pooled_bulk.span();
+    return bulk;
+  }
 };
 
-// What a handler returns. bulk is sent as raw bytes after the payload.
+// What a handler returns. bulk is sent as raw bytes after the payload;
+// pooled_bulk, when not empty, is sent instead (set it only from
+// Request::pool: servers without a pool send `bulk` alone).
 struct Reply {
   std::string payload;
   std::vector<uint8_t> bulk;
+  BulkBuffer pooled_bulk;
 };
 
 // Sends the reply of one call. Call it at most once, from any thread, at any
@@ -74,6 +89,9 @@ class Handler {
   // hand-offs of the worker pool; it returns false (leaving `done` alone) to
   // have the request run by HandleAsync on a worker. Default: false.
   virtual bool TryHandleInline(Request& /*req*/, ReplyFn& /*done*/) { return false; }
+  // True if this handler reads request bulk with Request::bulk_bytes() and
+  // may fill Reply::pooled_bulk (common/rpc/bulk_pool.h). Default: false.
+  virtual bool UsesBulkPool() const { return false; }
 };
 
 struct ServerOptions {

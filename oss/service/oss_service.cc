@@ -1,10 +1,11 @@
 // OssService: request decoding, validation and one thin function per op.
 //
-// File data is never copied here: a write hands the request's bulk vector to
-// the store as a span, and a read sizes reply->bulk once and has the store
-// pread straight into it. (vector::resize zero-fills first; the store then
-// overwrites it. A default-initialising allocator on rpc::Reply::bulk would
-// save that one memset pass.)
+// File data is never copied here: a write hands the request's bulk to the
+// store as a span, and a read takes its reply bulk once and has the store
+// pread straight into it. On the TCP server both live in pooled buffers
+// (rpc::BulkPool): 4 KiB-aligned, so the store can use O_DIRECT on them, and
+// not zero-filled, since the store writes every byte of a read's dest.
+// Servers without a pool (RDMA) use Request::bulk and Reply::bulk vectors.
 #include "oss/service/oss_service.h"
 
 #include "common/log.h"
@@ -16,13 +17,22 @@ namespace {
 using proto::OssRequest;
 using proto::OssResponse;
 
-Status DoRead(ObjectStore& store, const OssRequest& req, OssResponse* resp, rpc::Reply* reply) {
+Status DoRead(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq,
+              OssResponse* resp, rpc::Reply* reply) {
   uint64_t len = req.read().length();
   if (len > OssService::kMaxIo) return Status::Errno(EINVAL, "read length over 64 MiB");
-  reply->bulk.resize(len);
-  Result<uint64_t> got = store.Read(req.oid(), req.read().offset(), reply->bulk);
+  std::span<uint8_t> dest;
+  if (rreq.pool != nullptr) {
+    reply->pooled_bulk = rreq.pool->Get(len);
+    dest = reply->pooled_bulk.span();
+  } else {
+    reply->bulk.resize(len);
+    dest = reply->bulk;
+  }
+  Result<uint64_t> got = store.Read(req.oid(), req.read().offset(), dest);
   if (!got.ok()) {
     reply->bulk.clear();
+    reply->pooled_bulk.Reset();
     return got.status();
   }
   resp->set_read_size(*got);
@@ -30,9 +40,10 @@ Status DoRead(ObjectStore& store, const OssRequest& req, OssResponse* resp, rpc:
 }
 
 Status DoWrite(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq) {
-  if (rreq.bulk.empty()) return Status::Errno(EINVAL, "write without bulk data");
-  if (rreq.bulk.size() > OssService::kMaxIo) return Status::Errno(EINVAL, "write bulk over 64 MiB");
-  return store.Write(req.oid(), req.write().offset(), rreq.bulk, req.write().sync());
+  std::span<const uint8_t> bulk = rreq.bulk_bytes();
+  if (bulk.empty()) return Status::Errno(EINVAL, "write without bulk data");
+  if (bulk.size() > OssService::kMaxIo) return Status::Errno(EINVAL, "write bulk over 64 MiB");
+  return store.Write(req.oid(), req.write().offset(), bulk, req.write().sync());
 }
 
 Status DoStat(ObjectStore& store, const OssRequest& req, OssResponse* resp) {
@@ -75,7 +86,7 @@ Status DoStatfs(ObjectStore& store, OssResponse* resp) {
 Status Dispatch(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq,
                 OssResponse* resp, rpc::Reply* reply) {
   switch (req.op_case()) {
-    case OssRequest::kRead: return DoRead(store, req, resp, reply);
+    case OssRequest::kRead: return DoRead(store, req, rreq, resp, reply);
     case OssRequest::kWrite: return DoWrite(store, req, rreq);
     case OssRequest::kTruncate: return store.Truncate(req.oid(), req.truncate().size());
     case OssRequest::kPunch:
@@ -123,6 +134,7 @@ void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
   OssRequest oreq;
   OssResponse resp;
   reply->bulk.clear();
+  reply->pooled_bulk.Reset();
   if (req.service != rpc::kServiceOss || !oreq.ParseFromString(req.payload)) {
     LOG_WARN("malformed request from " << req.peer);
     return Finish(Status::Errno(EPROTO, "malformed OSS request"), &resp, reply);

@@ -47,6 +47,10 @@ class OssService : public rpc::Handler {
   // A read's length (its reply bulk), so the server's memory budget counts it
   // from admission on (rpc.h).
   uint64_t ReplyBulkHint(std::string_view payload) override;
+  // Write bulk arrives, and read replies go out, in pooled 4 KiB-aligned
+  // buffers where the server has a pool (the store's O_DIRECT path needs the
+  // alignment).
+  bool UsesBulkPool() const override { return true; }
 
  private:
   ObjectStore* Find(uint32_t ost) const;

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/rpc/bulk_copy_stats.h"
+#include "oss/store/direct_io.h"
 
 namespace sfs::oss {
 namespace {
@@ -66,7 +67,7 @@ Result<uint64_t> CheckedObject::Read(uint64_t off, std::span<uint8_t> dest) {
   SFS_RETURN_IF_ERROR(partial(off, run_begin));
   if (run_begin < run_end) {
     std::span<uint8_t> run = dest.subspan(run_begin - off, run_end - run_begin);
-    SFS_ASSIGN_OR_RETURN(uint64_t n, ReadAll(env_, data_fd_, run, run_begin));
+    SFS_ASSIGN_OR_RETURN(uint64_t n, ReadMaybeDirect(env_, data_fd_, direct_fd_, run, run_begin));
     std::memset(run.data() + n, 0, run.size() - n);
     for (uint64_t pos = 0; pos < n; pos += kCrcChunk) {
       uint64_t c = ChunkOf(run_begin + pos);
@@ -144,7 +145,8 @@ Status CheckedObject::Write(uint64_t off, std::span<const uint8_t> data) {
     rpc::BulkCopyStats::AddCopied(b - a);
     e.pending = ChunkCrc(buf);
   }
-  return Mutate(first, entries, [&] { return WriteAll(env_, data_fd_, data, off); });
+  return Mutate(first, entries,
+                [&] { return WriteMaybeDirect(env_, data_fd_, direct_fd_, data, off); });
 }
 
 Status CheckedObject::Truncate(uint64_t size) {

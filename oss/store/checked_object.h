@@ -4,8 +4,10 @@
 // Every read verifies each chunk it touches that holds object bytes (chunks
 // wholly past the end are zeros by definition and are not checked); a chunk
 // that matches neither slot of its entry is EIO, naming the object and the
-// chunk's offset. Aligned chunks are read straight into the caller's buffer;
-// only a partly requested chunk goes through a 4 KiB bounce buffer.
+// chunk's offset. Aligned chunks are read straight into the caller's buffer
+// (large aligned runs with O_DIRECT when not cached, direct_io.h); only a
+// partly requested chunk goes through a 4 KiB bounce buffer. Writes send
+// their data the same way (WriteMaybeDirect).
 //
 // Mutations follow a two-slot protocol per chunk:
 //   1. entry := {stable = crc the data matches now, pending = crc after the change}
@@ -50,8 +52,11 @@ class CheckedObject {
  public:
   // name appears in errors (e.g. "oid 0x2a (/ost/objects/2a/...)").
   // REQUIRES: env and both descriptors outlive this object.
-  CheckedObject(Env& env, int data_fd, int crc_fd, std::string name)
-      : env_(env), data_fd_(data_fd), crc_(env, crc_fd), name_(std::move(name)) {}
+  // direct_fd: an O_DIRECT descriptor of the data file for large transfers
+  // (direct_io.h), or -1.
+  CheckedObject(Env& env, int data_fd, int crc_fd, std::string name, int direct_fd = -1)
+      : env_(env), data_fd_(data_fd), direct_fd_(direct_fd), crc_(env, crc_fd),
+        name_(std::move(name)) {}
 
   // Fills dest with bytes [off, off + dest.size()), zeros past the end;
   // returns how many bytes exist there. EIO iff a touched chunk fails its check.
@@ -78,6 +83,7 @@ class CheckedObject {
 
   Env& env_;
   const int data_fd_;
+  const int direct_fd_;
   const CrcSidecar crc_;
   const std::string name_;
 };

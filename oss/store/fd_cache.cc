@@ -1,7 +1,10 @@
 // FdCache: sharded LRU of open object files (see fd_cache.h for the contract).
 #include "oss/store/fd_cache.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <string>
 
 #include "common/status.h"
 
@@ -10,6 +13,18 @@ namespace sfs::oss {
 Fd::~Fd() {
   ::close(fd_);
   if (crc_fd_ >= 0) ::close(crc_fd_);
+  if (int d = direct_fd_.load(); d >= 0) ::close(d);
+}
+
+int Fd::direct() const {
+  int d = direct_fd_.load(std::memory_order_acquire);
+  if (d != kNotOpened) return d;
+  std::string self = "/proc/self/fd/" + std::to_string(fd_);
+  int fresh = ::open(self.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
+  if (fresh < 0) fresh = -1;
+  if (direct_fd_.compare_exchange_strong(d, fresh, std::memory_order_acq_rel)) return fresh;
+  if (fresh >= 0) ::close(fresh);  // another thread opened it first
+  return d;
 }
 
 FdCache::FdCache(size_t capacity)

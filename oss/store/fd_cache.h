@@ -23,7 +23,8 @@
 namespace sfs::oss {
 
 // An open object file and, if the object is checksummed, its crc sidecar
-// (crc_fd -1 otherwise). Closes the descriptors on destruction.
+// (crc_fd -1 otherwise), and once used its O_DIRECT twin (direct_io.h).
+// Closes the descriptors on destruction.
 class Fd {
  public:
   Fd(int fd, bool created, int crc_fd = -1) : fd_(fd), crc_fd_(crc_fd), dir_dirty_(created) {}
@@ -34,6 +35,10 @@ class Fd {
   int get() const { return fd_; }
   int crc() const { return crc_fd_; }
   bool checked() const { return crc_fd_ >= 0; }
+  // A second descriptor of the same file opened with O_DIRECT, opened on
+  // first use (by reopening /proc/self/fd/N, so it is the same inode even if
+  // the name was renamed meanwhile); -1 if the file system refuses O_DIRECT.
+  int direct() const;
   // True iff this descriptor created the file and no one has yet made the
   // directory entry durable; clears the flag (the caller must fsync the dir,
   // and call MarkDirDirty() again if that fails).
@@ -41,9 +46,12 @@ class Fd {
   void MarkDirDirty() { dir_dirty_.store(true); }
 
  private:
+  static constexpr int kNotOpened = -2;
+
   const int fd_;
   const int crc_fd_;
   std::atomic<bool> dir_dirty_;
+  mutable std::atomic<int> direct_fd_{kNotOpened};
 };
 
 class FdCache {

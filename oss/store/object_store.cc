@@ -42,6 +42,7 @@
 
 #include "common/log.h"
 #include "oss/store/checked_object.h"
+#include "oss/store/direct_io.h"
 #include "oss/store/env.h"
 #include "oss/store/fd_cache.h"
 #include "oss/store/range_lock.h"
@@ -157,9 +158,8 @@ class FileObjectStore : public ObjectStore {
         uuid_(std::move(uuid)),
         env_(opts.env ? *opts.env : *DefaultEnv()),
         checksums_(opts.checksums),
-        // A checksummed object holds two descriptors (data and sidecar).
-        cache_(opts.checksums ? std::max<size_t>(1, opts.fd_cache_capacity / 2)
-                              : opts.fd_cache_capacity),
+        // An object holds up to three (data, sidecar, O_DIRECT twin).
+        cache_(std::max<size_t>(1, opts.fd_cache_capacity / (opts.checksums ? 3 : 2))),
         tombs_(dir_, env_, [this](uint64_t oid) { return PathOf(oid); }) {}
 
   Status OpenTombstones() { return tombs_.Open(); }
@@ -188,9 +188,12 @@ class FileObjectStore : public ObjectStore {
   bool Destroyed(uint64_t oid) const { return tombs_.Contains(oid); }
   // Removes a file this store just created for an object found destroyed.
   Status UndoCreate(uint64_t oid, int fd, int crc_fd);
-  CheckedObject Checked(uint64_t oid, const Fd& fd) const {
-    return CheckedObject(env_, fd.get(), fd.crc(), "oid " + std::to_string(oid) + " (" +
-                                                       PathOf(oid) + ")");
+  // fd's O_DIRECT twin for a transfer of n bytes, or -1 if too small to go direct.
+  static int DirectFd(const Fd& fd, uint64_t n) { return n >= kDirectMin ? fd.direct() : -1; }
+  CheckedObject Checked(uint64_t oid, const Fd& fd, uint64_t n = 0) const {
+    return CheckedObject(env_, fd.get(), fd.crc(),
+                         "oid " + std::to_string(oid) + " (" + PathOf(oid) + ")",
+                         DirectFd(fd, n));
   }
 
   // The object's open file; with !create a missing object yields null.
@@ -285,7 +288,8 @@ Result<uint64_t> FileObjectStore::Read(uint64_t oid, uint64_t off, std::span<uin
   if (fd && fd->checked()) return CheckedRead(oid, *fd, off, dest);
   uint64_t got = 0;
   if (fd) {
-    SFS_ASSIGN_OR_RETURN(got, ReadAll(env_, fd->get(), dest, off));
+    SFS_ASSIGN_OR_RETURN(
+        got, ReadMaybeDirect(env_, fd->get(), DirectFd(*fd, dest.size()), dest, off));
   }
   // An empty dest may have a null data(): memset(nullptr, 0, 0) is undefined
   // (found by fuzz/oss_request_fuzzer).
@@ -297,7 +301,7 @@ Result<uint64_t> FileObjectStore::Read(uint64_t oid, uint64_t off, std::span<uin
 // mutation's steps; only a mismatch that persists under the lock is corruption.
 Result<uint64_t> FileObjectStore::CheckedRead(uint64_t oid, const Fd& fd, uint64_t off,
                                               std::span<uint8_t> dest) {
-  CheckedObject obj = Checked(oid, fd);
+  CheckedObject obj = Checked(oid, fd, dest.size());
   Result<uint64_t> got = obj.Read(off, dest);
   if (got.ok() || got.status().code() != EIO) return got;
   {
@@ -314,9 +318,9 @@ Status FileObjectStore::Write(uint64_t oid, uint64_t off, std::span<const uint8_
   SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/true));
   if (fd->checked() && !data.empty()) {
     RangeLocks::Guard guard = locks_.Lock(oid, ChunkOf(off), ChunkOf(off + data.size() - 1));
-    SFS_RETURN_IF_ERROR(Checked(oid, *fd).Write(off, data));
+    SFS_RETURN_IF_ERROR(Checked(oid, *fd, data.size()).Write(off, data));
   } else {
-    SFS_RETURN_IF_ERROR(WriteAll(env_, fd->get(), data, off));
+    SFS_RETURN_IF_ERROR(WriteMaybeDirect(env_, fd->get(), DirectFd(*fd, data.size()), data, off));
   }
   return sync ? SyncFd(oid, *fd) : Status::Ok();
 }
