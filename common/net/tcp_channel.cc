@@ -1,39 +1,38 @@
 // TCP client side of the RPC transport (Boost.Asio, C++20 coroutines).
 //
 // A channel is one connection to one server with many calls in flight,
-// matched to replies by request id. Callers run on their own threads:
-// Start() sends or queues a call and returns; Wait() blocks on the call's
-// condition until the reply arrives or the deadline passes. The connect loop
-// (with exponential backoff), the reader and the queue's writer are
-// coroutines on the channel's strand.
+// matched to replies by request id. The hot path runs on the callers' own
+// threads; the channel's strand (an I/O thread) only connects (exponential
+// backoff) and finishes writes the socket could not take at once.
 //
-// Sending from the caller's thread: when the connection is up and nobody is
-// sending (no writer, queue empty), Start() claims the send side and writes
-// its frame itself with one non-blocking sendmsg (header, payload and bulk
-// gathered), then drains whatever other callers queued meanwhile. That spares
-// the I/O thread's wakeup and the coroutine of each request. Only when the
-// socket buffer is full does the rest go to the strand's writer (which waits
-// for the socket to drain); one sender at a time keeps frames in order. The
-// socket is held by shared_ptr, so a connection dropped on the strand stays
-// open (shut down, never closed) while a caller is still writing to it.
+// Sending: with the connection up and nobody sending, Start() writes its
+// frame itself (one non-blocking sendmsg of header, payload and bulk), then
+// what others queued meanwhile; otherwise it queues behind the sender. One
+// sender at a time keeps frames whole and in order.
 //
-// Zero copy: a call's write bulk is sent straight from the caller's buffer
-// (gathered after the header), and a reply's bulk is read straight into the
-// caller's bulk_in buffer. Because those buffers belong to the caller, a call
-// that times out is first unhooked from the channel, and Wait() does not
-// return while the writer or reader is still touching its buffers.
+// Receiving (leader/follower): a caller in Wait() with nobody reading reads
+// frames itself (non-blocking recvmsg, poll between) until its own reply is
+// in, completing others' calls on the way, then wakes one waiting caller to
+// read next. A lone caller's reply wakes it straight from the socket.
+//
+// Zero copy: write bulk goes from the caller's buffer, reply bulk lands in
+// its bulk_in; so a call that times out is first unhooked, and Wait() does
+// not return while a sender or reader still touches them (a frame stuck
+// half-way drops the connection). Sockets are shared_ptr-held and only shut
+// down on errors, so an fd stays valid while a caller uses it.
 //
 // Reconnect: when the connection breaks, every call still in flight is sent
 // again on the next connection (same request id and payload). Servers treat
 // repeats as the same request (MDS: by client id and xid; OSS: idempotent ops).
 //
-// Lock order: Core::mu_ is the only lock; it is never held across an await
-// or a socket call.
+// Lock order: Core::mu_ is the only lock; never held across an await or a
+// socket call.
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <algorithm>
-#include <array>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <condition_variable>
@@ -67,13 +66,12 @@ class PendingCall {
   std::span<uint8_t> bulk_in;
   std::chrono::steady_clock::time_point deadline;
   uint8_t header[net::kHeaderSize];
-
   bool in_map = true;   // still in Core::pending_
   int sending = 0;      // writes using our buffers right now
   bool receiving = false;
   bool done = false;
   bool unhooked = false;  // Wait() gave up: I/O letting go of our buffers must notify
-
+  bool waiting = false;   // a follower: its caller sleeps in Wait() on cv
   Status status;
   Response resp;
   std::condition_variable cv;
@@ -123,12 +121,21 @@ class Core : public std::enable_shared_from_this<Core> {
   void Kick();  // on strand
   awaitable<void> ConnectLoop(std::shared_ptr<Core> self);
   awaitable<void> WriteLoop(std::shared_ptr<Core> self, Socket sock, uint64_t gen);
-  awaitable<void> ReadLoop(std::shared_ptr<Core> self, Socket sock, uint64_t gen);
+  // Reads as the leader until p's reply is in or its deadline passes, then
+  // wakes the next reader. REQUIRES of these three: mu_ held (Lead: by l).
+  void Lead(std::unique_lock<std::mutex>& l, const CallPtr& p);
+  void WakeFollowerLocked();
+  void ResetRxLocked(uint64_t gen);  // forgets the frame being read
+  void DropConnLocked(uint64_t gen, const std::string& why);
+  // Reads frames until the socket is empty or `own` is complete.
+  // REQUIRES of these three: reading_ is ours (they take mu_ briefly).
+  Status ReadAvailable(int fd, const PendingCall* own, bool* own_done);
+  Status StartBody();
+  Status FinishFrame(const PendingCall* own, bool* own_done);
   // Sends `batch` (each call's sending already counted) and then the queue,
   // on the caller's thread. REQUIRES: the caller claimed send_busy_ for gen.
   void SendFromCaller(const Socket& sock, uint64_t gen, std::vector<CallPtr> batch);
-  // Takes up to kMaxBatch queued calls, counting each as sending.
-  // REQUIRES: mu_ held.
+  // Up to kMaxBatch queued calls, each counted as sending. REQUIRES: mu_ held.
   std::vector<CallPtr> TakeBatchLocked(size_t* skip);
   void DropSendQueueLocked();  // REQUIRES: mu_ held
   void OnError(uint64_t gen, const std::string& why);  // on strand
@@ -151,13 +158,30 @@ class Core : public std::enable_shared_from_this<Core> {
   bool ever_connected_ = false;          // GUARDED_BY(mu_)
   std::string last_error_;               // GUARDED_BY(mu_)
   Socket conn_;                          // GUARDED_BY(mu_): the connection, null when down
-  uint64_t gen_ = 0;                     // GUARDED_BY(mu_); written on the strand only
+  uint64_t gen_ = 0;  // GUARDED_BY(mu_); written on the strand only, which reads it unlocked
   // Someone (the strand's writer or a caller) is writing frames on gen_'s
   // connection; frames queue behind it.
   bool send_busy_ = false;               // GUARDED_BY(mu_)
   // Bytes of outq_.front()'s frame already written by a caller whose send
   // stopped short; that call's sending count is still held for them.
   size_t head_sent_ = 0;                 // GUARDED_BY(mu_)
+  bool reading_ = false;                 // GUARDED_BY(mu_): a caller reads replies
+  // The frame being read: owned by whoever set reading_ (or, under mu_, by
+  // anyone while reading_ is false).
+  struct Rx {
+    uint64_t gen = 0;  // the connection it comes from
+    uint8_t hdr[net::kHeaderSize];
+    size_t hdr_got = 0;
+    bool in_body = false;  // the header is in
+    net::FrameHeader h;
+    CallPtr call;  // the call it answers, or null (one that timed out)
+    std::string payload;
+    std::vector<uint8_t> scratch;
+    std::span<uint8_t> dst;  // where the bulk goes: call->bulk_in or scratch
+    size_t body_got = 0;
+    bool too_big = false;
+  } rx_;
+  std::atomic<bool> good_reply_{false};  // a good reply since the last connection error
 
   // Strand-only state.
   enum class State { kIdle, kConnecting, kConnected } state_ = State::kIdle;
@@ -185,7 +209,7 @@ std::shared_ptr<PendingCall> Core::Start(uint16_t service, std::string payload,
   // The crc is computed here, on the caller's thread, so many callers checksum in parallel.
   h.body_crc = net::BodyCrc(
       {reinterpret_cast<const uint8_t*>(p->payload.data()), p->payload.size()}, bulk_out);
-  Socket sock;
+  Socket sock;  // set: ours to send from this thread
   uint64_t gen = 0;
   bool kick = false;
   {
@@ -201,7 +225,7 @@ std::shared_ptr<PendingCall> Core::Start(uint16_t service, std::string payload,
     net::EncodeHeader(h, p->header);
     pending_[p->id] = p;
     if (conn_ != nullptr && !send_busy_ && outq_.empty()) {
-      send_busy_ = true;  // ours: write it from this thread
+      send_busy_ = true;
       ++p->sending;
       sock = conn_;
       gen = gen_;
@@ -281,14 +305,9 @@ void Core::SendFromCaller(const Socket& sock, uint64_t gen, std::vector<CallPtr>
     std::unique_lock<std::mutex> l(mu_);
     // Calls whose frames are fully written let go of their buffers; the first
     // one not fully written keeps its count while its frame stays unfinished.
-    size_t done = 0, held = batch.size();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      size_t sz = FrameSize(*batch[i]);
-      if (done + sz > written) {
-        held = i;
-        break;
-      }
-      done += sz;
+    size_t done = 0, held = 0;
+    while (held < batch.size() && done + FrameSize(*batch[held]) <= written) {
+      done += FrameSize(*batch[held++]);
     }
     const bool stale = gen != gen_;
     const bool partial = held < batch.size() && !stale && (err == 0 || err == EAGAIN);
@@ -298,13 +317,7 @@ void Core::SendFromCaller(const Socket& sock, uint64_t gen, std::vector<CallPtr>
       if (batch[i]->unhooked) batch[i]->cv.notify_all();
     }
     if (stale) return;  // the connection is gone: the reconnect re-sends what is pending
-    if (err != 0 && err != EAGAIN) {
-      l.unlock();
-      asio::post(strand_, [self = shared_from_this(), gen, err] {
-        self->OnError(gen, std::string("write failed: ") + std::strerror(err));
-      });
-      return;
-    }
+    if (err != 0 && err != EAGAIN) return DropConnLocked(gen, std::string("write failed: ") + std::strerror(err));
     if (partial) {
       // The socket is full: the strand's writer finishes this frame and the rest, in order.
       outq_.insert(outq_.begin(), batch.begin() + static_cast<std::ptrdiff_t>(held), batch.end());
@@ -325,7 +338,22 @@ void Core::SendFromCaller(const Socket& sock, uint64_t gen, std::vector<CallPtr>
 
 Status Core::Wait(const std::shared_ptr<PendingCall>& p, Response* out) {
   std::unique_lock<std::mutex> l(mu_);
-  if (!p->cv.wait_until(l, p->deadline, [&] { return p->done; })) {
+  bool led = false;
+  while (!p->done && Clock::now() < p->deadline) {
+    led = !reading_ && conn_ != nullptr;
+    if (led) {
+      Lead(l, p);  // returns with mu_ held, having woken the next reader
+      continue;
+    }
+    // A follower: another caller reads (or the connection is down); wake when
+    // our reply is in or nobody reads any more.
+    p->waiting = true;
+    p->cv.wait_until(l, p->deadline, [&] { return p->done || (!reading_ && conn_ != nullptr); });
+    p->waiting = false;
+  }
+  // Woken to read next but leaving (done meanwhile, or out of time): pass it on.
+  if (!led && !reading_ && conn_ != nullptr) WakeFollowerLocked();
+  if (!p->done) {
     // Timed out: unhook the call, then wait until no I/O uses its buffers.
     if (p->in_map) {
       pending_.erase(p->id);
@@ -334,14 +362,8 @@ Status Core::Wait(const std::shared_ptr<PendingCall>& p, Response* out) {
     p->unhooked = true;
     if (p->sending > 0 || p->receiving) {
       // The peer stalls mid-frame: only dropping the connection frees our buffers.
-      asio::post(strand_, [self = shared_from_this()] {
-        uint64_t gen;
-        {
-          std::lock_guard<std::mutex> g(self->mu_);
-          gen = self->gen_;
-        }
-        self->OnError(gen, "call timed out mid-transfer");
-      });
+      if (p->receiving && !reading_) ResetRxLocked(0);  // nobody reads: drop the half-read frame
+      DropConnLocked(gen_, "call timed out mid-transfer");
     }
     p->cv.wait(l, [&] { return p->done || (p->sending == 0 && !p->receiving); });
     if (!p->done) {
@@ -353,6 +375,155 @@ Status Core::Wait(const std::shared_ptr<PendingCall>& p, Response* out) {
   }
   if (out != nullptr) *out = std::move(p->resp);
   return p->status;
+}
+
+void Core::DropConnLocked(uint64_t gen, const std::string& why) {
+  if (gen != gen_) return;
+  conn_.reset();  // nobody sends or reads on it any more; the strand closes it
+  asio::post(strand_, [self = shared_from_this(), gen, why] { self->OnError(gen, why); });
+}
+
+void Core::ResetRxLocked(uint64_t gen) {
+  if (rx_.call != nullptr) {
+    rx_.call->receiving = false;
+    if (rx_.call->unhooked) rx_.call->cv.notify_all();
+  }
+  rx_ = Rx{gen};
+}
+
+void Core::WakeFollowerLocked() {
+  for (auto& [id, c] : pending_) {
+    if (c->waiting && !c->done) {
+      c->cv.notify_all();
+      return;
+    }
+  }
+}
+
+void Core::Lead(std::unique_lock<std::mutex>& l, const CallPtr& p) {
+  reading_ = true;
+  Socket sock = conn_;
+  const uint64_t gen = gen_;
+  if (rx_.gen != gen) ResetRxLocked(gen);  // a frame half-read on an older connection is void
+  l.unlock();
+  Status err;
+  bool own_done = false;
+  for (;;) {
+    err = ReadAvailable(sock->native_handle(), p.get(), &own_done);
+    if (!err.ok() || own_done) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
+    if (left.count() <= 0) break;
+    pollfd pfd{sock->native_handle(), POLLIN, 0};
+    (void)::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 60000)));
+  }
+  l.lock();
+  reading_ = false;
+  const bool mine_half_read = rx_.call == p && !p->done;
+  if (!err.ok() || mine_half_read) {
+    // A broken or unreadable connection, or we leave (deadline) with our own
+    // buffer half filled: drop it; the reconnect re-sends what is pending.
+    ResetRxLocked(0);
+    DropConnLocked(gen, err.ok() ? std::string("call timed out mid-transfer") : err.ToString());
+  }
+  WakeFollowerLocked();  // the next reader, if anyone waits
+}
+
+Status Core::ReadAvailable(int fd, const PendingCall* own, bool* own_done) {
+  for (;;) {
+    iovec iov[2];
+    int niov = 0;
+    if (!rx_.in_body) {
+      iov[niov++] = {rx_.hdr + rx_.hdr_got, net::kHeaderSize - rx_.hdr_got};
+    } else {
+      size_t off = rx_.body_got;
+      if (off < rx_.payload.size()) {
+        iov[niov++] = {rx_.payload.data() + off, rx_.payload.size() - off};
+        off = 0;
+      } else {
+        off -= rx_.payload.size();
+      }
+      if (off < rx_.dst.size()) iov[niov++] = {rx_.dst.data() + off, rx_.dst.size() - off};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(niov);
+    ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+    if (n == 0) return Status(ECONNRESET, "connection closed by the server");
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::Ok();
+      return Status(errno, std::string("read failed: ") + std::strerror(errno));
+    }
+    if (!rx_.in_body) {
+      rx_.hdr_got += static_cast<size_t>(n);
+      if (rx_.hdr_got < net::kHeaderSize) continue;
+      SFS_RETURN_IF_ERROR(StartBody());
+    } else {
+      rx_.body_got += static_cast<size_t>(n);
+    }
+    if (rx_.body_got < rx_.payload.size() + rx_.dst.size()) continue;
+    SFS_RETURN_IF_ERROR(FinishFrame(own, own_done));
+    if (*own_done) return Status::Ok();  // leave the rest to the next reader
+  }
+}
+
+Status Core::StartBody() {
+  auto h = net::DecodeHeader(rx_.hdr);
+  if (!h.ok()) return h.status();
+  if (h->kind != net::FrameKind::kResponse) return Status(EBADMSG, "request frame sent to a client");
+  rx_.h = *h;
+  rx_.in_body = true;
+  rx_.body_got = 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = pending_.find(h->request_id);
+    if (it != pending_.end()) {
+      rx_.call = it->second;
+      rx_.call->receiving = true;
+    }
+  }
+  rx_.payload.assign(h->payload_len, '\0');
+  const CallPtr& p = rx_.call;
+  rx_.too_big = p && !p->bulk_in.empty() && h->bulk_len > p->bulk_in.size();
+  if (p && !p->bulk_in.empty() && !rx_.too_big) {
+    rx_.dst = p->bulk_in.first(h->bulk_len);
+  } else {
+    rx_.scratch.resize(h->bulk_len);
+    rx_.dst = rx_.scratch;
+  }
+  return Status::Ok();
+}
+
+Status Core::FinishFrame(const PendingCall* own, bool* own_done) {
+  Status st = net::VerifyBody(
+      rx_.h, {reinterpret_cast<const uint8_t*>(rx_.payload.data()), rx_.payload.size()}, rx_.dst);
+  if (!st.ok()) return Status(EBADMSG, "bad reply: " + st.ToString());
+  good_reply_ = true;  // the peer speaks our protocol
+  CallPtr p = std::move(rx_.call);
+  Rx next{rx_.gen};
+  std::swap(rx_, next);  // `next` now holds the finished frame
+  if (!p) return Status::Ok();
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    p->receiving = false;
+    wake = p->unhooked;
+    if (p->in_map) {
+      pending_.erase(p->id);
+      p->in_map = false;
+      p->resp.payload = std::move(next.payload);
+      p->resp.bulk = std::move(next.scratch);
+      p->resp.bulk_len = next.h.bulk_len;
+      p->status = next.too_big ? Status(EPROTO, "reply bulk larger than the receive buffer")
+                               : Status::Ok();
+      p->done = true;
+      wake = p.get() != own;
+      if (p.get() == own) *own_done = true;
+    }
+  }
+  // Notified outside mu_, so the waiter does not wake only to block on it.
+  if (wake) p->cv.notify_all();
+  return Status::Ok();
 }
 
 void Core::Kick() {
@@ -407,8 +578,8 @@ awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
         gen = ++gen_;
         conn_ = sock;
         send_busy_ = true;  // the writer below sends the queue
+        WakeFollowerLocked();  // a waiting caller reads the replies
       }
-      asio::co_spawn(strand_, ReadLoop(self, sock, gen), asio::detached);
       asio::co_spawn(strand_, WriteLoop(self, sock, gen), asio::detached);
       co_return;
     }
@@ -450,82 +621,9 @@ awaitable<void> Core::WriteLoop(std::shared_ptr<Core> self, Socket sock, uint64_
   }
 }
 
-awaitable<void> Core::ReadLoop(std::shared_ptr<Core> self, Socket sock, uint64_t gen) {
-  uint8_t hdr[net::kHeaderSize];
-  for (;;) {
-    boost::system::error_code ec;
-    co_await asio::async_read(*sock, asio::buffer(hdr), redirect_error(use_awaitable, ec));
-    if (ec || sock != sock_) {
-      OnError(gen, ec ? ec.message() : "stale connection");
-      co_return;
-    }
-    auto h = net::DecodeHeader(hdr);
-    if (!h.ok() || h->kind != net::FrameKind::kResponse) {
-      OnError(gen, h.ok() ? "request frame sent to a client" : h.status().ToString());
-      co_return;
-    }
-    CallPtr p;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      auto it = pending_.find(h->request_id);
-      if (it != pending_.end()) {
-        p = it->second;
-        p->receiving = true;
-      }
-    }
-    std::string payload(h->payload_len, '\0');
-    std::vector<uint8_t> scratch;
-    std::span<uint8_t> dst;
-    bool too_big = p && !p->bulk_in.empty() && h->bulk_len > p->bulk_in.size();
-    if (p && !p->bulk_in.empty() && !too_big) {
-      dst = p->bulk_in.first(h->bulk_len);
-    } else {
-      scratch.resize(h->bulk_len);
-      dst = scratch;
-    }
-    std::array<asio::mutable_buffer, 2> body = {asio::buffer(payload), asio::buffer(dst.data(), dst.size())};
-    co_await asio::async_read(*sock, body, redirect_error(use_awaitable, ec));
-    Status st = ec ? Status(EIO, ec.message())
-                   : net::VerifyBody(*h, {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()}, dst);
-    if (!st.ok()) {
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        if (p) {
-          p->receiving = false;
-          if (p->unhooked) p->cv.notify_all();
-        }
-      }
-      // A broken reply: drop the connection; the call is re-sent on the next one.
-      OnError(gen, "bad reply: " + st.ToString());
-      co_return;
-    }
-    reconnect_delay_ = std::chrono::milliseconds(0);  // a good reply: the peer speaks our protocol
-    if (!p) continue;
-    bool wake = false;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      p->receiving = false;
-      wake = p->unhooked;
-      if (p->in_map) {
-        pending_.erase(p->id);
-        p->in_map = false;
-        p->resp.payload = std::move(payload);
-        p->resp.bulk = std::move(scratch);
-        p->resp.bulk_len = h->bulk_len;
-        p->status = too_big ? Status(EPROTO, "reply bulk larger than the receive buffer") : Status::Ok();
-        p->done = true;
-        wake = true;
-      }
-    }
-    // Notified outside mu_, so the waiter does not wake only to block on it.
-    if (wake) p->cv.notify_all();
-  }
-}
-
 void Core::Disconnect() {
   if (sock_ != nullptr) {
-    // Shut down, not closed: a caller may still be writing to this fd. The fd
-    // closes when the last holder (the loops, such a caller) lets go.
+    // Shut down, not closed: the fd closes when its last user (a caller) lets go.
     boost::system::error_code ec;
     sock_->shutdown(tcp::socket::shutdown_both, ec);
     sock_->cancel(ec);
@@ -539,14 +637,11 @@ void Core::Disconnect() {
 }
 
 void Core::OnError(uint64_t gen, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (gen != gen_) return;
-  }
-  if (state_ != State::kConnected) return;
+  if (gen != gen_ || state_ != State::kConnected) return;
   LOG_WARN("connection to " << address_ << " lost: " << why);
   Disconnect();
   state_ = State::kIdle;
+  if (good_reply_.exchange(false)) reconnect_delay_ = std::chrono::milliseconds(0);
   GrowReconnectDelay();
   Kick();  // reconnects if calls are still in flight
 }
@@ -571,7 +666,6 @@ void Core::Shutdown() {
       calls.push_back(p);
     }
     pending_.clear();
-    outq_.clear();
   }
   for (const CallPtr& p : calls) p->cv.notify_all();
 }
