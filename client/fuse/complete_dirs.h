@@ -5,7 +5,9 @@
 // A directory is complete while this mount holds the MDS's lease on it
 // (Attr::dir_lease_ms; docs/protocol.md, "Metadata leases") and knows its
 // full set of names: it made the directory itself (mkdir with a lease: the
-// set is empty). Then every change of a name in it comes either from this
+// set is empty), or listed it whole, every page under the lease, with no
+// invalidation and no name op of this mount anywhere while it did (Listed).
+// Then every change of a name in it comes either from this
 // mount (the kernel serialises those against lookups in the directory by
 // the directory's lock, and the FUSE ops record them here before replying:
 // Added, Removed) or from another client, which the MDS revokes first: the
@@ -34,8 +36,9 @@
 // that; SetAttr, like Made, takes an Epoch() from before its request.
 //
 // Bounds: at most kMaxDirs complete directories (and as many directories'
-// attributes) and kMaxNames names in one; past either, a directory is
-// simply not complete (LOOKUPs go to the MDS).
+// attributes), kMaxNames names in one and kMaxTotalNames in all (about
+// 100 MiB at 100-byte names); past any, a directory is simply not complete
+// (LOOKUPs go to the MDS).
 //
 // Thread-safe: one mutex, held for a map access.
 #pragma once
@@ -47,6 +50,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "client/lib/client.h"
 
@@ -57,11 +61,21 @@ class CompleteDirs {
   using Clock = std::chrono::steady_clock;
   static constexpr size_t kMaxDirs = 4096;
   static constexpr size_t kMaxNames = 100000;
+  static constexpr size_t kMaxTotalNames = 1000000;
 
   uint64_t Epoch() const;
+  // Advanced by every name op of this mount (Added, Removed) and Forget.
+  uint64_t NamesEpoch() const;
   // The mount made dir (empty) with a request sent at `sent`, carrying a
   // lease of lease_ms on dir; epoch = Epoch() before it was sent.
   void Made(uint64_t dir, uint32_t lease_ms, Clock::time_point sent, uint64_t epoch);
+  // The mount listed dir whole: its first page asked for at first_sent with
+  // a lease of first_ms, its last at last_sent with last_ms; the epochs from
+  // before the first. Complete iff every page came within the first lease
+  // and neither epoch moved.
+  void Listed(uint64_t dir, std::vector<std::string> names, Clock::time_point first_sent,
+              uint32_t first_ms, Clock::time_point last_sent, uint32_t last_ms,
+              uint64_t epoch, uint64_t names_epoch);
   // This mount added / removed a name in dir (its reply said OK). A reply
   // carrying a lease on dir (dir_lease_ms > 0, its request sent at `sent`)
   // renews a lease that has not run out by now.
@@ -95,6 +109,7 @@ class CompleteDirs {
   // REQUIRES: mu_ held. The live entry for dir, or nullptr (expired: erased).
   Dir* Live(uint64_t dir, Clock::time_point now);
   void SweepExpired(Clock::time_point now);  // REQUIRES: mu_ held
+  void Erase(uint64_t dir);                   // REQUIRES: mu_ held
 
   struct Attrs {
     Clock::time_point expiry;
@@ -103,6 +118,8 @@ class CompleteDirs {
 
   mutable std::mutex mu_;
   uint64_t epoch_ = 0;                       // GUARDED_BY(mu_)
+  uint64_t names_epoch_ = 0;                 // GUARDED_BY(mu_)
+  size_t total_names_ = 0;                   // GUARDED_BY(mu_): in dirs_
   std::unordered_map<uint64_t, Dir> dirs_;   // GUARDED_BY(mu_)
   std::unordered_map<uint64_t, Attrs> attrs_;  // GUARDED_BY(mu_)
 };

@@ -51,6 +51,20 @@ TEST(CompleteDirsTest, AReplyWithALeaseRenewsALiveOneOnly) {
   EXPECT_EQ(d.AbsentFor(8, "x"), 0) << "a lapsed lease is not renewed";
 }
 
+TEST(CompleteDirsTest, AListingReadWholeUnderOneLeaseWithNothingChangingMakesItComplete) {
+  CompleteDirs d;
+  auto t0 = Clock::now();
+  d.Listed(7, {"a", "b"}, t0, 5000, t0, 5000, d.Epoch(), d.NamesEpoch());
+  EXPECT_GT(d.AbsentFor(7, "c"), 0);
+  EXPECT_EQ(d.AbsentFor(7, "a"), 0);
+  uint64_t epoch = d.Epoch(), names = d.NamesEpoch();
+  d.Added(9, "n");  // a name op of this mount while listing 8
+  d.Listed(8, {"a"}, t0, 5000, t0, 5000, epoch, names);
+  EXPECT_EQ(d.AbsentFor(8, "c"), 0);
+  d.Listed(8, {"a"}, t0 - milliseconds(6000), 5000, t0, 5000, d.Epoch(), d.NamesEpoch());
+  EXPECT_EQ(d.AbsentFor(8, "c"), 0) << "the pages came further apart than the lease";
+}
+
 TEST(CompleteDirsTest, ADirectorysAttributesAreKeptForTheLeaseUnlessDroppedOrRaced) {
   CompleteDirs d;
   client::Attr a;

@@ -9,6 +9,7 @@ namespace sfs::fuse {
 void DirCursor::Reset() {
   entries_.clear();
   eof_ = false;
+  lease = Lease{};
 }
 
 Status DirCursor::FetchPage(const FetchFn& fetch) {

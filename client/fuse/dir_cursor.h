@@ -14,6 +14,7 @@
 // dropped once handed to the kernel). Not thread-safe: the owner locks mu.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -39,8 +40,22 @@ class DirCursor {
   // nullptr once pos is past the last entry.
   Result<client::DirEntry*> EntryAt(uint64_t pos, const FetchFn& fetch);
 
+  // The entries fetched so far, in name order.
+  const std::vector<client::DirEntry>& entries() const { return entries_; }
+
   std::mutex mu;
   uint64_t parent_ino = 0;   // GUARDED_BY(mu): ".." once looked up, 0 before
+  // The listing since the last Reset() as a directory lease sees it
+  // (FuseOps::NoteListed, complete_dirs.h): whether every page so far came
+  // with a lease on the directory, when the first and the last page were
+  // asked for and their leases, and CompleteDirs' epochs before the first.
+  struct Lease {
+    bool whole = false;
+    std::chrono::steady_clock::time_point first_sent, last_sent;
+    uint32_t first_ms = 0, last_ms = 0;
+    uint64_t epoch = 0, names_epoch = 0;
+  };
+  Lease lease;               // GUARDED_BY(mu)
 
  private:
   Status FetchPage(const FetchFn& fetch);

@@ -1,12 +1,14 @@
 // FuseOps, part three: directories. An open directory handle (fi->fh) is a
 // DirCursor, the snapshot that gives readdir stable offsets; its pages come
 // from libsfs Readdir. "." and ".." are added here (the MDS lists neither),
-// with the directory's own inode and its parent's.
+// with the directory's own inode and its parent's. A listing read whole
+// under the directory's lease makes the directory complete (NoteListed).
 #include <dirent.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -83,7 +85,11 @@ Result<size_t> FuseOps::FillDir(fuse_req_t req, fuse_ino_t ino, off_t off, bool 
     }
   }
   DirCursor::FetchFn fetch = [&](std::string_view after, uint32_t max) {
-    return client_->Readdir(cred, ino, after, max, plus);
+    const OpStart start = Begin();
+    const uint64_t names_epoch = dirs_.NamesEpoch();
+    Result<client::DirPage> page = client_->Readdir(cred, ino, after, max, plus);
+    if (opts_.leases) NoteListed(ino, dir, after.empty(), page, start, names_epoch);
+    return page;
   };
   size_t used = 0;
   for (uint64_t pos = static_cast<uint64_t>(off);; ++pos) {
@@ -110,6 +116,32 @@ Result<size_t> FuseOps::FillDir(fuse_req_t req, fuse_ino_t ino, off_t off, bool 
     if (entry != nullptr) entry->attr.reset();
   }
   return used;
+}
+
+// A listing read whole under the directory's lease makes it complete here
+// (complete_dirs.h). REQUIRES: dir.mu held.
+void FuseOps::NoteListed(uint64_t ino, DirCursor& dir, bool first,
+                         const Result<client::DirPage>& page, const OpStart& start,
+                         uint64_t names_epoch) {
+  DirCursor::Lease& l = dir.lease;
+  if (first) {
+    l = DirCursor::Lease{true, start.sent, start.sent, 0, 0, start.epoch, names_epoch};
+  }
+  if (!page.ok() || page->dir_lease_ms == 0) {
+    l.whole = false;
+    return;
+  }
+  if (first) l.first_ms = page->dir_lease_ms;
+  l.last_sent = start.sent;
+  l.last_ms = page->dir_lease_ms;
+  if (!l.whole || !page->eof) return;
+  l.whole = false;  // reported once
+  std::vector<std::string> names;
+  names.reserve(dir.entries().size() + page->entries.size());
+  for (const client::DirEntry& e : dir.entries()) names.push_back(e.name);
+  for (const client::DirEntry& e : page->entries) names.push_back(e.name);
+  dirs_.Listed(ino, std::move(names), l.first_sent, l.first_ms, l.last_sent, l.last_ms, l.epoch,
+               l.names_epoch);
 }
 
 size_t FuseOps::AddDirEntry(fuse_req_t req, char* out, size_t room, const Emit& em, off_t next,

@@ -234,7 +234,9 @@ void FuseOps::OnInit(fuse_conn_info* conn) {
 // holds the directory's lock across a LOOKUP, and the invalidation of a name
 // in it (after CompleteDirs forgot the directory) waits for that lock.
 void FuseOps::OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  const bool dots = std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0;
+  // ".", ".." and over-long names: the MDS's answer, whatever it is.
+  const bool dots = std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0 ||
+                    std::strlen(name) > 255;
   if (opts_.leases && !dots) {
     double absent = dirs_.AbsentFor(parent, name);
     if (absent > 0) return ReplyAbsent(req, absent);
@@ -284,9 +286,8 @@ void FuseOps::OnSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_
   // ftruncate comes with its file handle: an fd opened for writing may truncate.
   const client::File* via =
       (to_set & FUSE_SET_ATTR_SIZE) && fi != nullptr && fi->fh != 0 ? FileOfHandle(fi) : nullptr;
-  dirs_.DropAttr(ino);
   Result<client::Attr> a = client_->SetAttr(CredOf(req), ino, ToSetAttrArgs(*st, to_set), via);
-  dirs_.DropAttr(ino);  // and a GETATTR stored while this was in flight
+  dirs_.DropAttr(ino);
   if (!a.ok()) return ReplyStatus(req, a.status());
   ReplyAttr(req, *a);
 }

@@ -20,8 +20,10 @@
 //   A lease on a directory (Attr::dir_lease_ms, from any lookup or name op in
 //   it) also covers its absent names: the MDS's ENOENT becomes a negative
 //   entry for the rest of the lease, and a directory this mount made itself
-//   is complete (complete_dirs.h): a LOOKUP of a name absent there (the one
-//   the kernel sends before every CREATE of a new name) is answered here.
+//   or listed whole under the lease is complete (complete_dirs.h): a LOOKUP
+//   of a name absent there (the one the kernel sends before every CREATE of
+//   a new name) is answered here, and so is the GETATTR of the directory
+//   the kernel sends after each create or unlink in it.
 //   Another client's create, unlink or rename in the directory is revoked
 //   first (invalidation of the name and the directory's attributes).
 // - Regular files with leases on (the default; -o noleases turns them off):
@@ -212,6 +214,9 @@ class FuseOps {
   // Fills buf under the cursor's lock; returns the bytes used.
   Result<size_t> FillDir(fuse_req_t req, fuse_ino_t ino, off_t off, bool plus, DirCursor& dir,
                          std::vector<char>& buf, std::vector<uint64_t>& refs);
+  // After each libsfs Readdir page (first: from the start).
+  void NoteListed(uint64_t ino, DirCursor& dir, bool first, const Result<client::DirPage>& page,
+                  const OpStart& start, uint64_t names_epoch);
   // Adds em at out; returns the size it needs (> room: nothing was added).
   size_t AddDirEntry(fuse_req_t req, char* out, size_t room, const Emit& em, off_t next,
                      bool plus, std::vector<uint64_t>& refs);

@@ -255,6 +255,25 @@ TEST_F(LeaseTest, ANameCreatedElsewhereInADirectoryThisMountMadeIsSeenAtOnce) {
   EXPECT_EQ(StatErr(On(1, "mine/own")), ENOENT);
 }
 
+// A directory mount 1 listed whole under its lease is complete there too.
+TEST_F(LeaseTest, NamesChangedElsewhereInADirectoryThisMountListedAreSeenAtOnce) {
+  ASSERT_EQ(mkdir(On(0, "d").c_str(), 0755), 0);
+  ASSERT_TRUE(WriteFile(On(0, "d/a"), "a"));
+  ASSERT_EQ(Listing(On(1, "d")), std::set<std::string>{"a"});
+  ASSERT_EQ(StatErr(On(1, "d/x")), ENOENT);
+  ASSERT_TRUE(WriteFile(On(0, "d/x"), "x"));
+  EXPECT_EQ(StatErr(On(1, "d/x")), 0);
+  ASSERT_EQ(Listing(On(1, "d")), (std::set<std::string>{"a", "x"}));
+  ASSERT_TRUE(WriteFile(On(1, "d/y"), "y"));
+  EXPECT_EQ(StatErr(On(1, "d/y")), 0);
+  EXPECT_EQ(StatErr(On(1, "d/z")), ENOENT);
+  ASSERT_EQ(unlink(On(0, "d/a").c_str()), 0);
+  EXPECT_EQ(StatErr(On(1, "d/a")), ENOENT);
+  ASSERT_EQ(rename(On(0, "d/x").c_str(), On(0, "d/z").c_str()), 0);
+  EXPECT_EQ(StatErr(On(1, "d/z")), 0);
+  EXPECT_EQ(StatErr(On(1, "d/x")), ENOENT);
+}
+
 // Mount 1's creates in a directory bring the directory's new attributes,
 // which answer the kernel's GETATTRs there: they must be the MDS's (nlink
 // after a mkdir, mtime after each change), and give way at once to a change
