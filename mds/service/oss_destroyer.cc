@@ -11,10 +11,13 @@ namespace sfs::mds {
 namespace {
 
 constexpr std::chrono::milliseconds kTimeout{10000};
+// A batch runs its objects one after another on one OSS worker (truncating
+// a large object frees its extents): each adds to the deadline.
+constexpr std::chrono::milliseconds kPerObject{20};
 
-rpc::CallOptions Options() {
+rpc::CallOptions Options(size_t objects = 1) {
   rpc::CallOptions opts;
-  opts.timeout = kTimeout;
+  opts.timeout = kTimeout + kPerObject * static_cast<int64_t>(objects);
   return opts;
 }
 
@@ -50,7 +53,7 @@ OssDestroyer::Call OssDestroyer::StartBatch(const std::vector<Item>& items,
   for (size_t i : idx) req.mutable_destroy_batch()->add_oids(items[i].oid);
   Call c;
   c.ch = ChannelFor(items[idx[0]].address);
-  c.pending = c.ch->Start(rpc::kServiceOss, req.SerializeAsString(), {}, {}, Options());
+  c.pending = c.ch->Start(rpc::kServiceOss, req.SerializeAsString(), {}, {}, Options(idx.size()));
   c.idx = std::move(idx);
   return c;
 }

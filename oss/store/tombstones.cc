@@ -76,7 +76,9 @@ Status Tombstones::Open() {
     ++removed;
   }
   ::closedir(d);
-  if (removed > 0) LOG_WARN(ost_dir_ << ": removed " << removed << " object(s) left beside their tombstone");
+  if (removed > 0) {
+    LOG_WARN(ost_dir_ << ": removed " << removed << " object(s) left beside their tombstone");
+  }
   return st;
 }
 

@@ -8,8 +8,9 @@
 // OST), or, for an object never written, a hard link to one empty inode per
 // batch (opened O_TMPFILE; allocating an inode per tombstone was 55 % of the
 // OSS's CPU time while destroying); the sidecar is removed. A tombstone's
-// ctime (its inode's: the batch's) is when it was destroyed. docs/formats.md ("Tombstones") has why tombstones are
-// needed and why a bounded life is enough.
+// ctime (its inode's: the batch's) is when it was destroyed. docs/formats.md
+// ("Tombstones") has why tombstones are needed and why a bounded life is
+// enough, also for objects never written.
 //
 // Group commit: all tombstones live in one directory, so DestroyMany makes a
 // whole batch durable with one fsync of that directory, plus one of the
