@@ -30,7 +30,9 @@
 #include "common/log.h"
 #include "common/net/asio.h"
 #include "common/net/frame.h"
+#include "common/crc32c.h"
 #include "common/rpc/admission.h"
+#include "common/rpc/bulk_crc.h"
 #include "common/rpc/reply_gate.h"
 #include "common/rpc/rpc.h"
 
@@ -185,9 +187,17 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
       Close("truncated frame: " + ec.message());
       co_return;
     }
-    Status st = net::VerifyBody(
-        *h, {reinterpret_cast<const uint8_t*>(req->payload.data()), req->payload.size()}, bulk);
-    if (!st.ok()) {
+    const std::span<const uint8_t> payload(reinterpret_cast<const uint8_t*>(req->payload.data()),
+                                           req->payload.size());
+    if (req->pool != nullptr) {  // one pass: the piece crcs, folded into the body crc
+      req->bulk_piece_crcs = PieceCrcs(bulk);
+      uint32_t crc = ExtendByPieces(crc32c::Value(payload.data(), payload.size()),
+                                    req->bulk_piece_crcs, bulk.size());
+      if (crc != h->body_crc) {
+        Close("body crc mismatch");
+        co_return;
+      }
+    } else if (Status st = net::VerifyBody(*h, payload, bulk); !st.ok()) {
       Close(st.ToString());
       co_return;
     }
@@ -239,6 +249,8 @@ void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
   f->bulk = std::move(reply.bulk);
   f->pooled_bulk = std::move(reply.pooled_bulk);
   const std::span<const uint8_t> bulk = f->bulk_bytes();
+  const std::span<const uint8_t> payload(reinterpret_cast<const uint8_t*>(f->payload.data()),
+                                         f->payload.size());
   // A reply larger than announced (no ReplyBulkHint) is charged now, so the
   // read loop admits less until it is written.
   uint64_t bytes = AdmissionBudget::kCallOverhead + f->payload.size() + bulk.size();
@@ -250,8 +262,12 @@ void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
   h.request_id = request_id;
   h.payload_len = static_cast<uint32_t>(f->payload.size());
   h.bulk_len = static_cast<uint32_t>(bulk.size());
-  h.body_crc = net::BodyCrc(
-      {reinterpret_cast<const uint8_t*>(f->payload.data()), f->payload.size()}, bulk);
+  if (!f->pooled_bulk.empty() && reply.bulk_piece_crcs.size() == BulkCrcPieces(bulk.size())) {
+    h.body_crc = ExtendByPieces(crc32c::Value(payload.data(), payload.size()),
+                                reply.bulk_piece_crcs, bulk.size());
+  } else {
+    h.body_crc = net::BodyCrc(payload, bulk);
+  }
   net::EncodeHeader(h, f->header);
   asio::post(sock_.get_executor(), [self = shared_from_this(), f = std::move(f)] {
     if (self->closed_) return;

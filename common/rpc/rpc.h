@@ -39,6 +39,10 @@ struct Request {
   // stays empty), and `pool` may give the reply's bulk (valid during the call).
   BulkBuffer pooled_bulk;
   BulkPool* pool = nullptr;
+  // With pooled_bulk: the crc32c of each 4 KiB piece of it (bulk_crc.h),
+  // computed while checking the frame's crc, for a handler that keeps
+  // per-chunk crcs of its own.
+  std::vector<uint32_t> bulk_piece_crcs;
 
   // The request's bulk, wherever it arrived.
   std::span<const uint8_t> bulk_bytes() const {
@@ -54,6 +58,10 @@ struct Reply {
   std::string payload;
   std::vector<uint8_t> bulk;
   BulkBuffer pooled_bulk;
+  // Optional, with pooled_bulk: the crc32c of each of its 4 KiB pieces
+  // (bulk_crc.h); when there is one per piece, the server folds the frame's
+  // crc from them instead of reading the bulk again. REQUIRES: they match it.
+  std::vector<uint32_t> bulk_piece_crcs;
 };
 
 // Sends the reply of one call. Call it at most once, from any thread, at any

@@ -29,10 +29,13 @@ Status DoRead(ObjectStore& store, const OssRequest& req, const rpc::Request& rre
     reply->bulk.resize(len);
     dest = reply->bulk;
   }
-  Result<uint64_t> got = store.Read(req.oid(), req.read().offset(), dest);
+  // The store's chunk crcs let the server skip its own pass over the bulk.
+  std::vector<uint32_t>* pieces = rreq.pool != nullptr ? &reply->bulk_piece_crcs : nullptr;
+  Result<uint64_t> got = store.Read(req.oid(), req.read().offset(), dest, pieces);
   if (!got.ok()) {
     reply->bulk.clear();
     reply->pooled_bulk.Reset();
+    reply->bulk_piece_crcs.clear();
     return got.status();
   }
   resp->set_read_size(*got);
@@ -43,7 +46,8 @@ Status DoWrite(ObjectStore& store, const OssRequest& req, const rpc::Request& rr
   std::span<const uint8_t> bulk = rreq.bulk_bytes();
   if (bulk.empty()) return Status::Errno(EINVAL, "write without bulk data");
   if (bulk.size() > OssService::kMaxIo) return Status::Errno(EINVAL, "write bulk over 64 MiB");
-  return store.Write(req.oid(), req.write().offset(), bulk, req.write().sync());
+  return store.Write(req.oid(), req.write().offset(), bulk, req.write().sync(),
+                     rreq.bulk_piece_crcs);
 }
 
 Status DoStat(ObjectStore& store, const OssRequest& req, OssResponse* resp) {
@@ -135,6 +139,7 @@ void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
   OssResponse resp;
   reply->bulk.clear();
   reply->pooled_bulk.Reset();
+  reply->bulk_piece_crcs.clear();
   if (req.service != rpc::kServiceOss || !oreq.ParseFromString(req.payload)) {
     LOG_WARN("malformed request from " << req.peer);
     return Finish(Status::Errno(EPROTO, "malformed OSS request"), &resp, reply);

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/crc32c.h"
 #include "common/log.h"
+#include "common/rpc/bulk_crc.h"
 #include "common/rpc/bulk_copy_stats.h"
 #include "oss/store/direct_io.h"
 
@@ -17,6 +19,15 @@ namespace {
 
 uint64_t RoundUp(uint64_t v) { return (v + kCrcChunk - 1) / kCrcChunk * kCrcChunk; }
 uint64_t RoundDown(uint64_t v) { return v / kCrcChunk * kCrcChunk; }
+
+// crc32c of a chunk of zeros.
+uint32_t ZeroChunkValue() {
+  static const uint32_t value = [] {
+    std::vector<uint8_t> zeros(kCrcChunk);
+    return crc32c::Value(zeros.data(), zeros.size());
+  }();
+  return value;
+}
 
 std::string Hex32(uint32_t v) {
   char buf[16];
@@ -33,7 +44,10 @@ Result<uint64_t> CheckedObject::ReadChunk(uint64_t c, std::span<uint8_t> buf) {
 }
 
 Status CheckedObject::Verify(uint64_t c, const CrcEntry& e, std::span<const uint8_t> chunk) {
-  uint32_t crc = ChunkCrc(chunk);
+  return VerifyCrc(c, e, ChunkCrc(chunk));
+}
+
+Status CheckedObject::VerifyCrc(uint64_t c, const CrcEntry& e, uint32_t crc) {
   if (SlotMatches(e.stable, crc) || SlotMatches(e.pending, crc)) return Status::Ok();
   return Status::Errno(EIO, "checksum mismatch in " + name_ + " at offset " +
                                 std::to_string(c * kCrcChunk) + " (chunk of " +
@@ -42,8 +56,13 @@ Status CheckedObject::Verify(uint64_t c, const CrcEntry& e, std::span<const uint
                                 Hex32(crc) + ")");
 }
 
-Result<uint64_t> CheckedObject::Read(uint64_t off, std::span<uint8_t> dest) {
+Result<uint64_t> CheckedObject::Read(uint64_t off, std::span<uint8_t> dest,
+                                     std::vector<uint32_t>* piece_crcs) {
+  if (piece_crcs != nullptr) piece_crcs->clear();
   if (dest.empty()) return uint64_t{0};
+  // With off aligned, dest's 4 KiB pieces are the object's chunks.
+  std::vector<uint32_t>* pieces = off % kCrcChunk == 0 ? piece_crcs : nullptr;
+  if (pieces != nullptr) pieces->resize(rpc::BulkCrcPieces(dest.size()));
   const uint64_t end = off + dest.size();
   const uint64_t first = ChunkOf(off);
   SFS_ASSIGN_OR_RETURN(std::vector<CrcEntry> entries,
@@ -69,13 +88,22 @@ Result<uint64_t> CheckedObject::Read(uint64_t off, std::span<uint8_t> dest) {
     std::span<uint8_t> run = dest.subspan(run_begin - off, run_end - run_begin);
     SFS_ASSIGN_OR_RETURN(uint64_t n, ReadMaybeDirect(env_, data_fd_, direct_fd_, run, run_begin));
     std::memset(run.data() + n, 0, run.size() - n);
-    for (uint64_t pos = 0; pos < n; pos += kCrcChunk) {
+    for (uint64_t pos = 0; pos < run.size(); pos += kCrcChunk) {
+      if (pos >= n) {  // zeros past the end: nothing to verify
+        if (pieces != nullptr) (*pieces)[(run_begin - off + pos) / kCrcChunk] = ZeroChunkValue();
+        continue;
+      }
       uint64_t c = ChunkOf(run_begin + pos);
-      SFS_RETURN_IF_ERROR(Verify(c, entries[c - first], run.subspan(pos, kCrcChunk)));
+      uint32_t value = crc32c::Value(run.data() + pos, kCrcChunk);
+      if (pieces != nullptr) (*pieces)[(run_begin - off + pos) / kCrcChunk] = value;
+      SFS_RETURN_IF_ERROR(VerifyCrc(c, entries[c - first], WholeChunkCrc(value)));
     }
     if (n > 0) data_end = std::max(data_end, run_begin + n);
   }
   SFS_RETURN_IF_ERROR(partial(run_end, end));
+  if (pieces != nullptr && run_end < end) {  // the short last piece
+    pieces->back() = crc32c::Value(dest.data() + (run_end - off), end - run_end);
+  }
   return data_end > off ? std::min(data_end, end) - off : 0;
 }
 
@@ -124,7 +152,11 @@ Status CheckedObject::Mutate(uint64_t first, std::vector<CrcEntry>& entries,
   return crc_.Write(first, entries);
 }
 
-Status CheckedObject::Write(uint64_t off, std::span<const uint8_t> data) {
+Status CheckedObject::Write(uint64_t off, std::span<const uint8_t> data,
+                            std::span<const uint32_t> piece_crcs) {
+  // With off aligned, data's 4 KiB pieces are the object's chunks.
+  const bool have_pieces =
+      off % kCrcChunk == 0 && piece_crcs.size() == rpc::BulkCrcPieces(data.size());
   if (data.empty()) return Status::Ok();
   const uint64_t end = off + data.size();
   const uint64_t first = ChunkOf(off);
@@ -137,7 +169,8 @@ Status CheckedObject::Write(uint64_t off, std::span<const uint8_t> data) {
     const uint64_t a = std::max(off, cb), b = std::min(end, cb + kCrcChunk);
     if (a == cb && b == cb + kCrcChunk) {  // whole chunk: crc from the incoming bytes
       if (e.stable != e.pending) SFS_RETURN_IF_ERROR(Settle(first + i, &e, buf, false));
-      e.pending = ChunkCrc(data.subspan(a - off, kCrcChunk));
+      e.pending = have_pieces ? WholeChunkCrc(piece_crcs[(a - off) / kCrcChunk])
+                              : ChunkCrc(data.subspan(a - off, kCrcChunk));
       continue;
     }
     SFS_RETURN_IF_ERROR(Settle(first + i, &e, buf, /*must_match=*/true));

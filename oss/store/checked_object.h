@@ -60,9 +60,16 @@ class CheckedObject {
 
   // Fills dest with bytes [off, off + dest.size()), zeros past the end;
   // returns how many bytes exist there. EIO iff a touched chunk fails its check.
-  Result<uint64_t> Read(uint64_t off, std::span<uint8_t> dest);
+  // If off is chunk-aligned and piece_crcs is not null, sets it to the raw
+  // crc32c of each 4 KiB piece of dest (the verification computes them anyway;
+  // rpc/bulk_crc.h), else leaves it empty.
+  Result<uint64_t> Read(uint64_t off, std::span<uint8_t> dest,
+                        std::vector<uint32_t>* piece_crcs = nullptr);
 
-  Status Write(uint64_t off, std::span<const uint8_t> data);
+  // piece_crcs, if not empty: the raw crc32c of each 4 KiB piece of data,
+  // used for whole chunks instead of reading their bytes again.
+  Status Write(uint64_t off, std::span<const uint8_t> data,
+               std::span<const uint32_t> piece_crcs = {});
   Status Truncate(uint64_t size);
   // punch_data deallocates [off, off + len) of the data file, keeping its size.
   Status Punch(uint64_t off, uint64_t len, const std::function<Status()>& punch_data);
@@ -71,6 +78,8 @@ class CheckedObject {
   // Reads chunk c into buf (kCrcChunk bytes, zero-filled past the end).
   Result<uint64_t> ReadChunk(uint64_t c, std::span<uint8_t> buf);
   Status Verify(uint64_t c, const CrcEntry& e, std::span<const uint8_t> chunk);
+  // Verify for a chunk whose ChunkCrc() is crc.
+  Status VerifyCrc(uint64_t c, const CrcEntry& e, uint32_t crc);
   // Reads chunk c into buf and makes e's slots both the crc its data matches.
   // A chunk holding no bytes becomes {0, 0}. If the data matches neither slot:
   // EIO when must_match, else e is left alone (the caller overwrites it whole).

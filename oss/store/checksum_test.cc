@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/rpc/bulk_crc.h"
 #include "oss/store/crc_sidecar.h"
 #include "oss/store/object_store.h"
 #include "oss/testing/fault_env.h"
@@ -241,6 +242,37 @@ TEST_F(ChecksumTest, ConcurrentUnalignedWritersSharingChunksAllLandAndVerify) {
     uint64_t k = static_cast<uint64_t>(r) * 97 % 2048;
     for (int t = 0; t < kThreads; ++t) ASSERT_EQ(all[k * 16 + 4 * t], t + 1) << k;
   }
+}
+
+// The server's per-4 KiB crcs (rpc/bulk_crc.h) stand in for the store's own
+// pass over written bytes, and a read hands back the ones it verified with.
+TEST_F(ChecksumTest, PieceCrcsGivenToAWriteBecomeTheChunkCrcs) {
+  Bytes data = Random(3 * C + 100, 41);
+  std::vector<uint32_t> pieces = rpc::PieceCrcs(data);
+  ASSERT_TRUE(store_->Write(5, 4 * C, data, false, pieces).ok());
+  EXPECT_EQ(ReadOk(5, 4 * C, data.size()), data);
+  // A crc that does not match its bytes is what the store keeps: the chunk
+  // then fails its check (so the store did not read the bytes again).
+  pieces[1] ^= 1;
+  ASSERT_TRUE(store_->Write(6, 0, data, false, pieces).ok());
+  EXPECT_EQ(Read(6, 0, C).status().code(), 0);
+  EXPECT_EQ(Read(6, C, C).status().code(), EIO);
+}
+
+TEST_F(ChecksumTest, AnAlignedReadReturnsTheCrcOfEachPieceItFilled) {
+  Bytes data = Random(2 * C + 300, 42);
+  WriteOk(7, 0, data);
+  for (size_t len : {size_t{C}, size_t{2 * C + 300}, size_t{5 * C + 7}}) {  // the last: past the end
+    Bytes b(len, 0xEE);
+    std::vector<uint32_t> pieces;
+    Result<uint64_t> got = store_->Read(7, 0, b, &pieces);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(pieces, rpc::PieceCrcs(b)) << len;
+  }
+  Bytes b(C);
+  std::vector<uint32_t> pieces{1, 2};
+  ASSERT_TRUE(store_->Read(7, 10, b, &pieces).ok());  // unaligned: none
+  EXPECT_TRUE(pieces.empty());
 }
 
 }  // namespace

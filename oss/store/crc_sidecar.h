@@ -35,6 +35,9 @@ struct CrcEntry {
 // kCrcChunk. Never 0 (0 is reserved for holes). REQUIRES: bytes.size() <= kCrcChunk.
 uint32_t ChunkCrc(std::span<const uint8_t> bytes);
 
+// ChunkCrc() of a whole chunk whose plain crc32c is value.
+inline uint32_t WholeChunkCrc(uint32_t value) { return value == 0 ? 1 : value; }
+
 // True iff a chunk whose ChunkCrc() is crc matches the slot value.
 bool SlotMatches(uint32_t slot, uint32_t crc);
 

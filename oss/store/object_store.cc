@@ -165,8 +165,10 @@ class FileObjectStore : public ObjectStore {
   Status OpenTombstones() { return tombs_.Open(); }
 
   const std::string& uuid() const override { return uuid_; }
-  Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest) override;
-  Status Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data, bool sync) override;
+  Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest,
+                        std::vector<uint32_t>* piece_crcs = nullptr) override;
+  Status Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data, bool sync,
+               std::span<const uint32_t> piece_crcs = {}) override;
   Status Truncate(uint64_t oid, uint64_t size) override;
   Status Punch(uint64_t oid, uint64_t off, uint64_t len) override;
   Result<ObjectAttr> Stat(uint64_t oid) override;
@@ -201,7 +203,8 @@ class FileObjectStore : public ObjectStore {
   Result<std::shared_ptr<Fd>> OpenFile(uint64_t oid, bool create);
   // The sidecar of an existing object file: -1 if it has none (or checksums are off).
   Result<int> OpenSidecar(uint64_t oid, bool create);
-  Result<uint64_t> CheckedRead(uint64_t oid, const Fd& fd, uint64_t off, std::span<uint8_t> dest);
+  Result<uint64_t> CheckedRead(uint64_t oid, const Fd& fd, uint64_t off, std::span<uint8_t> dest,
+                               std::vector<uint32_t>* piece_crcs);
   Status PunchData(uint64_t oid, int fd, uint64_t off, uint64_t len);
   // fdatasync, plus the directory entry if this file was created unsynced.
   Status SyncFd(uint64_t oid, Fd& fd);
@@ -282,10 +285,12 @@ Status FileObjectStore::SyncFd(uint64_t oid, Fd& fd) {
   return st;
 }
 
-Result<uint64_t> FileObjectStore::Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest) {
+Result<uint64_t> FileObjectStore::Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest,
+                                       std::vector<uint32_t>* piece_crcs) {
+  if (piece_crcs != nullptr) piece_crcs->clear();
   SFS_RETURN_IF_ERROR(CheckRange(off, dest.size(), EINVAL));
   SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
-  if (fd && fd->checked()) return CheckedRead(oid, *fd, off, dest);
+  if (fd && fd->checked()) return CheckedRead(oid, *fd, off, dest, piece_crcs);
   uint64_t got = 0;
   if (fd) {
     SFS_ASSIGN_OR_RETURN(
@@ -300,25 +305,26 @@ Result<uint64_t> FileObjectStore::Read(uint64_t oid, uint64_t off, std::span<uin
 // Reads take no lock, so a chunk may be caught between a concurrent
 // mutation's steps; only a mismatch that persists under the lock is corruption.
 Result<uint64_t> FileObjectStore::CheckedRead(uint64_t oid, const Fd& fd, uint64_t off,
-                                              std::span<uint8_t> dest) {
+                                              std::span<uint8_t> dest,
+                                              std::vector<uint32_t>* piece_crcs) {
   CheckedObject obj = Checked(oid, fd, dest.size());
-  Result<uint64_t> got = obj.Read(off, dest);
+  Result<uint64_t> got = obj.Read(off, dest, piece_crcs);
   if (got.ok() || got.status().code() != EIO) return got;
   {
     RangeLocks::Guard guard = locks_.Lock(oid, ChunkOf(off), ChunkOf(off + dest.size() - 1));
-    got = obj.Read(off, dest);
+    got = obj.Read(off, dest, piece_crcs);
   }
   if (!got.ok()) LOG_ERROR("OST " << dir_ << " (" << uuid_ << "): " << got.status().message());
   return got;
 }
 
 Status FileObjectStore::Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data,
-                              bool sync) {
+                              bool sync, std::span<const uint32_t> piece_crcs) {
   SFS_RETURN_IF_ERROR(CheckRange(off, data.size(), EFBIG));
   SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/true));
   if (fd->checked() && !data.empty()) {
     RangeLocks::Guard guard = locks_.Lock(oid, ChunkOf(off), ChunkOf(off + data.size() - 1));
-    SFS_RETURN_IF_ERROR(Checked(oid, *fd, data.size()).Write(off, data));
+    SFS_RETURN_IF_ERROR(Checked(oid, *fd, data.size()).Write(off, data, piece_crcs));
   } else {
     SFS_RETURN_IF_ERROR(WriteMaybeDirect(env_, fd->get(), DirectFd(*fd, data.size()), data, off));
   }

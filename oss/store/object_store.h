@@ -72,11 +72,19 @@ class ObjectStore {
   // Fills dest with the object's bytes [off, off + dest.size()). Returns how many
   // bytes exist there (up to the object's end); the rest of dest is zero-filled.
   // Holes read as zeros; a missing object reads as all zeros and returns 0.
-  virtual Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest) = 0;
+  // piece_crcs, if not null, is set to the crc32c of each 4 KiB piece of dest
+  // as filled (rpc/bulk_crc.h) when the store computed them anyway (checksums
+  // on, off 4 KiB-aligned), else left empty.
+  virtual Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest,
+                                std::vector<uint32_t>* piece_crcs = nullptr) = 0;
 
   // Writes data at off, creating the object if needed. With sync the data (and
   // a newly created object's name) is durable when this returns OK.
-  virtual Status Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data, bool sync) = 0;
+  // piece_crcs, if not empty, are the crc32c of each 4 KiB piece of data
+  // (rpc/bulk_crc.h); a checksummed store takes chunk crcs from them instead
+  // of reading the bytes again. REQUIRES: they match data.
+  virtual Status Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data, bool sync,
+                       std::span<const uint32_t> piece_crcs = {}) = 0;
 
   // Sets the object's size exactly, creating it if needed.
   virtual Status Truncate(uint64_t oid, uint64_t size) = 0;
