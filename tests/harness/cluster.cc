@@ -30,6 +30,33 @@ namespace fs = std::filesystem;
 constexpr milliseconds kStopGrace{10000};
 constexpr int kTailLines = 25;
 
+// True once every thread of pid is stopped. A SIGSTOP takes effect
+// asynchronously: a thread running on another CPU goes on until it next
+// enters the kernel, long enough to answer a request on a fast path.
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    size_t r = stat.rfind(')');
+    if (r == std::string::npos || r + 2 >= stat.size() || std::string("TtZX").find(stat[r + 2]) == std::string::npos) {
+      return false;
+    }
+  }
+  return !ec;
+}
+
+// Sends sig; a SIGSTOP returns once it has taken effect.
+Status SignalAndWait(Subprocess& proc, int sig) {
+  proc.Signal(sig);
+  if (sig != SIGSTOP) return Status::Ok();
+  if (PollUntil([&] { return AllThreadsStopped(proc.pid()); }, milliseconds(5000), milliseconds(1))) {
+    return Status::Ok();
+  }
+  return Status::Errno(ETIMEDOUT, "process " + std::to_string(proc.pid()) + " not stopped after SIGSTOP");
+}
+
 std::string Env(const char* name) {
   const char* v = getenv(name);
   return v != nullptr ? std::string(v) : std::string();
@@ -163,7 +190,7 @@ Status TestCluster::StartDaemon(Daemon* d, std::vector<std::string> argv) {
 
 Status TestCluster::KillMds(int sig) {
   mds_.killed = true;
-  mds_.proc->Signal(sig);
+  SFS_RETURN_IF_ERROR(SignalAndWait(*mds_.proc, sig));
   if (sig == SIGKILL || sig == SIGTERM) return mds_.proc->Wait(kStopGrace).status();
   return Status::Ok();
 }
@@ -175,7 +202,7 @@ Status TestCluster::RestartMds() {
 
 Status TestCluster::KillOss(int oss, int sig) {
   oss_[oss].killed = true;
-  oss_[oss].proc->Signal(sig);
+  SFS_RETURN_IF_ERROR(SignalAndWait(*oss_[oss].proc, sig));
   if (sig == SIGKILL || sig == SIGTERM) return oss_[oss].proc->Wait(kStopGrace).status();
   return Status::Ok();
 }
@@ -265,8 +292,7 @@ Status TestCluster::Unmount(const std::string& dir) {
 Status TestCluster::SignalMount(const std::string& dir, int sig) {
   for (MountPoint& m : mounts_) {
     if (m.dir != dir) continue;
-    m.proc->Signal(sig);
-    return Status::Ok();
+    return SignalAndWait(*m.proc, sig);
   }
   return Status::Errno(ENOENT, "not mounted by this cluster: " + dir);
 }
