@@ -143,6 +143,7 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
   for (;;) {
     rpc::CallOptions opts;
     opts.timeout = timeout;
+    opts.held = req->has_watch();  // the MDS holds it until it has news
     if (retry) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());

@@ -30,6 +30,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -72,6 +73,7 @@ class PendingCall {
   bool done = false;
   bool unhooked = false;  // Wait() gave up: I/O letting go of our buffers must notify
   bool waiting = false;   // a follower: its caller sleeps in Wait() on cv
+  bool held = false;      // CallOptions::held: reads only while no other caller waits
   Status status;
   Response resp;
   std::condition_variable cv;
@@ -80,13 +82,20 @@ class PendingCall {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Socket = std::shared_ptr<tcp::socket>;
+// A connected socket taken from asio (no reactor watches it: a reply wakes
+// only the caller reading it), closed when its last user lets go.
+struct Conn {
+  Conn(int f, tcp p) : fd(f), proto(p) {}
+  ~Conn() { ::close(fd); }
+  const int fd;
+  const tcp proto;
+};
+using Socket = std::shared_ptr<Conn>;
 using CallPtr = std::shared_ptr<PendingCall>;
-
 constexpr size_t kMaxBatch = 16;  // frames per write
+constexpr std::chrono::milliseconds kMinDelay{20}, kMaxDelay{1000};  // reconnect backoff
 
-// The frame of each call as buffers (header, payload, bulk), skipping the
-// first `skip` bytes (already written).
+// A call's frame as buffers (header, payload, bulk), less `skip` bytes already written.
 template <typename Buf>
 void AppendFrame(const PendingCall& p, std::vector<Buf>* out, size_t* skip) {
   auto add = [&](const void* data, size_t len) {
@@ -99,9 +108,7 @@ void AppendFrame(const PendingCall& p, std::vector<Buf>* out, size_t* skip) {
   add(p.bulk_out.data(), p.bulk_out.size());
 }
 
-size_t FrameSize(const PendingCall& p) {
-  return sizeof(p.header) + p.payload.size() + p.bulk_out.size();
-}
+size_t FrameSize(const PendingCall& p) { return sizeof(p.header) + p.payload.size() + p.bulk_out.size(); }
 
 class Core : public std::enable_shared_from_this<Core> {
  public:
@@ -121,14 +128,15 @@ class Core : public std::enable_shared_from_this<Core> {
   void Kick();  // on strand
   awaitable<void> ConnectLoop(std::shared_ptr<Core> self);
   awaitable<void> WriteLoop(std::shared_ptr<Core> self, Socket sock, uint64_t gen);
-  // Reads as the leader until p's reply is in or its deadline passes, then
-  // wakes the next reader. REQUIRES of these three: mu_ held (Lead: by l).
+  // Reads until p's reply is in or its deadline, then wakes the next reader.
   void Lead(std::unique_lock<std::mutex>& l, const CallPtr& p);
   void WakeFollowerLocked();
+  bool MayLeadLocked(const PendingCall& p) const {
+    return !reading_ && conn_ != nullptr && !(p.held && quick_waiters_ > 0);
+  }
   void ResetRxLocked(uint64_t gen);  // forgets the frame being read
-  void DropConnLocked(uint64_t gen, const std::string& why);
-  // Reads frames until the socket is empty or `own` is complete.
-  // REQUIRES of these three: reading_ is ours (they take mu_ briefly).
+  void DropConnLocked(uint64_t gen, const std::string& why);  // REQUIRES (all above): mu_
+  // Read frames until the socket is empty or `own` is done. REQUIRES: reading_ ours.
   Status ReadAvailable(int fd, const PendingCall* own, bool* own_done);
   Status StartBody();
   Status FinishFrame(const PendingCall* own, bool* own_done);
@@ -141,8 +149,7 @@ class Core : public std::enable_shared_from_this<Core> {
   void OnError(uint64_t gen, const std::string& why);  // on strand
   void Disconnect();  // on strand
   void GrowReconnectDelay() {  // on strand: 20 ms doubling to 1 s
-    reconnect_delay_ = std::clamp(reconnect_delay_ * 2, std::chrono::milliseconds(20),
-                                  std::chrono::milliseconds(1000));
+    reconnect_delay_ = std::clamp(reconnect_delay_ * 2, kMinDelay, kMaxDelay);
   }
 
   asio::strand<asio::io_context::executor_type> strand_;
@@ -159,15 +166,12 @@ class Core : public std::enable_shared_from_this<Core> {
   std::string last_error_;               // GUARDED_BY(mu_)
   Socket conn_;                          // GUARDED_BY(mu_): the connection, null when down
   uint64_t gen_ = 0;  // GUARDED_BY(mu_); written on the strand only, which reads it unlocked
-  // Someone (the strand's writer or a caller) is writing frames on gen_'s
-  // connection; frames queue behind it.
-  bool send_busy_ = false;               // GUARDED_BY(mu_)
-  // Bytes of outq_.front()'s frame already written by a caller whose send
-  // stopped short; that call's sending count is still held for them.
+  bool send_busy_ = false;  // GUARDED_BY(mu_): someone writes frames; others queue
+  // Bytes of outq_.front()'s frame written (its sending count still held).
   size_t head_sent_ = 0;                 // GUARDED_BY(mu_)
   bool reading_ = false;                 // GUARDED_BY(mu_): a caller reads replies
-  // The frame being read: owned by whoever set reading_ (or, under mu_, by
-  // anyone while reading_ is false).
+  std::atomic<int> quick_waiters_{0};    // followers not held (written under mu_)
+  // The frame being read: the reader's (anyone's under mu_ while no one reads).
   struct Rx {
     uint64_t gen = 0;  // the connection it comes from
     uint8_t hdr[net::kHeaderSize];
@@ -179,7 +183,7 @@ class Core : public std::enable_shared_from_this<Core> {
     std::vector<uint8_t> scratch;
     std::span<uint8_t> dst;  // where the bulk goes: call->bulk_in or scratch
     size_t body_got = 0;
-    bool too_big = false;
+    bool too_big = false;  // than bulk_in: EPROTO
   } rx_;
   std::atomic<bool> good_reply_{false};  // a good reply since the last connection error
 
@@ -187,8 +191,7 @@ class Core : public std::enable_shared_from_this<Core> {
   enum class State { kIdle, kConnecting, kConnected } state_ = State::kIdle;
   Socket sock_;
   bool shutdown_ = false;
-  // Wait before the next connect: grows while connections fail or die before
-  // a good reply (a peer that answers garbage), back to 0 after one.
+  // Grows while connections fail or die before a good reply, 0 after one.
   std::chrono::milliseconds reconnect_delay_{0};
 };
 
@@ -201,11 +204,10 @@ std::shared_ptr<PendingCall> Core::Start(uint16_t service, std::string payload,
   p->bulk_out = bulk_out;
   p->bulk_in = bulk_in;
   p->deadline = Clock::now() + opts.timeout;
-  net::FrameHeader h;
-  h.kind = net::FrameKind::kRequest;
-  h.service = service;
-  h.payload_len = static_cast<uint32_t>(p->payload.size());
-  h.bulk_len = static_cast<uint32_t>(bulk_out.size());
+  p->held = opts.held;
+  net::FrameHeader h{.kind = net::FrameKind::kRequest, .service = service,
+                     .payload_len = static_cast<uint32_t>(p->payload.size()),
+                     .bulk_len = static_cast<uint32_t>(bulk_out.size())};
   // The crc is computed here, on the caller's thread, so many callers checksum in parallel.
   h.body_crc = net::BodyCrc(
       {reinterpret_cast<const uint8_t*>(p->payload.data()), p->payload.size()}, bulk_out);
@@ -287,7 +289,7 @@ void Core::SendFromCaller(const Socket& sock, uint64_t gen, std::vector<CallPtr>
       msghdr msg{};
       msg.msg_iov = iov.data() + first;
       msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
-      ssize_t n = ::sendmsg(sock->native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      ssize_t n = ::sendmsg(sock->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n < 0) {
         if (errno == EINTR) continue;
         err = errno;
@@ -303,8 +305,6 @@ void Core::SendFromCaller(const Socket& sock, uint64_t gen, std::vector<CallPtr>
       }
     }
     std::unique_lock<std::mutex> l(mu_);
-    // Calls whose frames are fully written let go of their buffers; the first
-    // one not fully written keeps its count while its frame stays unfinished.
     size_t done = 0, held = 0;
     while (held < batch.size() && done + FrameSize(*batch[held]) <= written) {
       done += FrameSize(*batch[held++]);
@@ -340,18 +340,19 @@ Status Core::Wait(const std::shared_ptr<PendingCall>& p, Response* out) {
   std::unique_lock<std::mutex> l(mu_);
   bool led = false;
   while (!p->done && Clock::now() < p->deadline) {
-    led = !reading_ && conn_ != nullptr;
+    led = MayLeadLocked(*p);
     if (led) {
       Lead(l, p);  // returns with mu_ held, having woken the next reader
       continue;
     }
-    // A follower: another caller reads (or the connection is down); wake when
-    // our reply is in or nobody reads any more.
+    // A follower: wake when our reply is in or we may read.
     p->waiting = true;
-    p->cv.wait_until(l, p->deadline, [&] { return p->done || (!reading_ && conn_ != nullptr); });
+    quick_waiters_ += p->held ? 0 : 1;
+    p->cv.wait_until(l, p->deadline, [&] { return p->done || MayLeadLocked(*p); });
+    quick_waiters_ -= p->held ? 0 : 1;
     p->waiting = false;
   }
-  // Woken to read next but leaving (done meanwhile, or out of time): pass it on.
+  // Woken to read next but leaving: pass it on.
   if (!led && !reading_ && conn_ != nullptr) WakeFollowerLocked();
   if (!p->done) {
     // Timed out: unhook the call, then wait until no I/O uses its buffers.
@@ -392,12 +393,14 @@ void Core::ResetRxLocked(uint64_t gen) {
 }
 
 void Core::WakeFollowerLocked() {
-  for (auto& [id, c] : pending_) {
-    if (c->waiting && !c->done) {
-      c->cv.notify_all();
-      return;
-    }
+  PendingCall* held = nullptr;  // the newest caller not held reads best
+  for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
+    PendingCall& c = *it->second;
+    if (!c.waiting || c.done) continue;
+    if (!c.held) return c.cv.notify_all();
+    if (held == nullptr) held = &c;
   }
+  if (held != nullptr) held->cv.notify_all();
 }
 
 void Core::Lead(std::unique_lock<std::mutex>& l, const CallPtr& p) {
@@ -409,11 +412,11 @@ void Core::Lead(std::unique_lock<std::mutex>& l, const CallPtr& p) {
   Status err;
   bool own_done = false;
   for (;;) {
-    err = ReadAvailable(sock->native_handle(), p.get(), &own_done);
-    if (!err.ok() || own_done) break;
+    err = ReadAvailable(sock->fd, p.get(), &own_done);
+    if (!err.ok() || own_done || (p->held && quick_waiters_ > 0)) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
     if (left.count() <= 0) break;
-    pollfd pfd{sock->native_handle(), POLLIN, 0};
+    pollfd pfd{sock->fd, POLLIN, 0};
     (void)::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 60000)));
   }
   l.lock();
@@ -534,14 +537,12 @@ void Core::Kick() {
     return;
   }
   if (state_ != State::kConnected) return;
-  uint64_t gen;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (send_busy_ || outq_.empty()) return;
     send_busy_ = true;
-    gen = gen_;
   }
-  asio::co_spawn(strand_, WriteLoop(shared_from_this(), sock_, gen), asio::detached);
+  asio::co_spawn(strand_, WriteLoop(shared_from_this(), sock_, gen_), asio::detached);
 }
 
 awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
@@ -561,13 +562,14 @@ awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
     boost::system::error_code ec;
     tcp::resolver resolver(strand_);
     auto eps = co_await resolver.async_resolve(host_, std::to_string(port_), redirect_error(use_awaitable, ec));
-    auto sock = std::make_shared<tcp::socket>(strand_);
-    if (!ec) co_await asio::async_connect(*sock, eps, redirect_error(use_awaitable, ec));
+    tcp::socket s(strand_);
+    if (!ec) co_await asio::async_connect(s, eps, redirect_error(use_awaitable, ec));
     if (!ec && !shutdown_) {
-      sock->set_option(tcp::no_delay(true), ec);
+      s.set_option(tcp::no_delay(true), ec);
+      tcp proto = s.local_endpoint(ec).protocol();
+      auto sock = std::make_shared<Conn>(s.release(ec), proto);
       sock_ = sock;
       state_ = State::kConnected;
-      uint64_t gen;
       {
         std::lock_guard<std::mutex> l(mu_);
         if (ever_connected_) LOG_INFO("reconnected to " << address_);
@@ -575,12 +577,12 @@ awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
         last_error_.clear();
         DropSendQueueLocked();  // re-queue every call in flight, oldest first
         for (auto& [id, p] : pending_) outq_.push_back(p);
-        gen = ++gen_;
+        ++gen_;
         conn_ = sock;
         send_busy_ = true;  // the writer below sends the queue
         WakeFollowerLocked();  // a waiting caller reads the replies
       }
-      asio::co_spawn(strand_, WriteLoop(self, sock, gen), asio::detached);
+      asio::co_spawn(strand_, WriteLoop(self, sock, gen_), asio::detached);
       co_return;
     }
     {
@@ -592,6 +594,10 @@ awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
 }
 
 awaitable<void> Core::WriteLoop(std::shared_ptr<Core> self, Socket sock, uint64_t gen) {
+  tcp::socket ws(strand_);  // a dup of the fd, watched only while this runs
+  boost::system::error_code aec;
+  int dup_fd = ::dup(sock->fd);
+  if (dup_fd >= 0) ws.assign(sock->proto, dup_fd, aec);
   for (;;) {
     std::vector<CallPtr> batch;
     std::vector<asio::const_buffer> bufs;
@@ -605,8 +611,8 @@ awaitable<void> Core::WriteLoop(std::shared_ptr<Core> self, Socket sock, uint64_
       }
       for (const CallPtr& p : batch) AppendFrame(*p, &bufs, &skip);
     }
-    boost::system::error_code ec;
-    co_await asio::async_write(*sock, bufs, redirect_error(use_awaitable, ec));
+    boost::system::error_code ec = dup_fd < 0 ? asio::error::no_descriptors : aec;
+    if (!ec) co_await asio::async_write(ws, bufs, redirect_error(use_awaitable, ec));
     {
       std::lock_guard<std::mutex> l(mu_);
       for (auto& p : batch) {
@@ -624,9 +630,7 @@ awaitable<void> Core::WriteLoop(std::shared_ptr<Core> self, Socket sock, uint64_
 void Core::Disconnect() {
   if (sock_ != nullptr) {
     // Shut down, not closed: the fd closes when its last user (a caller) lets go.
-    boost::system::error_code ec;
-    sock_->shutdown(tcp::socket::shutdown_both, ec);
-    sock_->cancel(ec);
+    ::shutdown(sock_->fd, SHUT_RDWR);
     sock_.reset();
   }
   std::lock_guard<std::mutex> l(mu_);
@@ -656,18 +660,14 @@ void Core::Shutdown() {
     done.set_value();
   });
   fut.wait();
-  std::vector<CallPtr> calls;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    for (auto& [id, p] : pending_) {
-      p->in_map = false;
-      p->done = true;
-      p->status = Status(ECANCELED, "channel closed");
-      calls.push_back(p);
-    }
-    pending_.clear();
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [id, p] : pending_) {
+    p->in_map = false;
+    p->done = true;
+    p->status = Status(ECANCELED, "channel closed");
+    p->cv.notify_all();
   }
-  for (const CallPtr& p : calls) p->cv.notify_all();
+  pending_.clear();
 }
 
 class AsioIoContext final : public IoContext {

@@ -145,6 +145,9 @@ struct Response {
 
 struct CallOptions {
   std::chrono::milliseconds timeout{30000};
+  // The server may hold this call (a long poll). The TCP channel then lets
+  // its caller read others' replies only while no other caller waits.
+  bool held = false;
 };
 
 class PendingCall;  // opaque; owned through shared_ptr

@@ -322,6 +322,33 @@ TEST_F(RpcHeldCallTest, ManyHeldCallsDoNotStarveNormalCalls) {
   }
 }
 
+TEST_F(RpcHeldCallTest, CallsMarkedHeldAndOthersAllGetTheirReplies) {
+  // Callers of held calls read others' replies only while nobody else waits;
+  // their own replies must still be read when only they wait.
+  CallOptions held{std::chrono::milliseconds(30000)};
+  held.held = true;
+  std::vector<std::shared_ptr<PendingCall>> calls;
+  for (int i = 0; i < 2; ++i) calls.push_back(chan_->Start(kServiceMds, "hold", {}, {}, held));
+  std::atomic<int> late{0};
+  std::vector<std::thread> waiters;
+  for (auto& c : calls) {
+    waiters.emplace_back([&, c] {
+      Response r;
+      if (chan_->Wait(c, &r).ok() && r.payload == "late") ++late;
+    });
+  }
+  Response r;
+  while (handler_.Held() < 2) ASSERT_TRUE(chan_->Call(kServiceMds, "x", {}, {}, &r).ok());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(chan_->Call(kServiceMds, "n" + std::to_string(i), {}, {}, &r,
+                            CallOptions{std::chrono::milliseconds(5000)}).ok());
+    EXPECT_EQ(r.payload, "re:n" + std::to_string(i));
+  }
+  handler_.AnswerHeld("late");
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(late.load(), 2);
+}
+
 TEST_F(RpcHeldCallTest, StopWithHeldCallsReturnsAndLateRepliesAreDropped) {
   auto calls = Hold(8, 1500);
   server_->Stop();
