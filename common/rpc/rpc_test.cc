@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "common/net/frame.h"
@@ -115,18 +116,30 @@ TEST_F(RpcTest, CallsStartedWhileOthersAreBeingSentAllArriveIntact) {
   EXPECT_EQ(bad.load(), 0);
 }
 
-// A peer that accepts connections (the kernel's backlog) but never reads.
-TEST(RpcStalledPeerTest, ACallWhoseFrameCannotBeSentTimesOutAndReturnsItsBuffers) {
+// A raw listening socket on a free loopback port, for peers that misbehave
+// below the rpc layer; sets *addr to "127.0.0.1:PORT". Returns -1 on failure.
+int ListenOnLoopback(int backlog, std::string* addr) {
   int lfd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(lfd, 4), 0);
   socklen_t len = sizeof(a);
-  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  if (lfd < 0 || bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      listen(lfd, backlog) != 0 || getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (lfd >= 0) close(lfd);
+    return -1;
+  }
+  *addr = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  return lfd;
+}
+
+// A peer that accepts connections (the kernel's backlog) but never reads.
+TEST(RpcStalledPeerTest, ACallWhoseFrameCannotBeSentTimesOutAndReturnsItsBuffers) {
+  std::string addr;
+  int lfd = ListenOnLoopback(4, &addr);
+  ASSERT_GE(lfd, 0);
   auto io = IoContext::Create(1);
-  auto ch = io->MakeTcpChannel("127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+  auto ch = io->MakeTcpChannel(addr);
   // Larger than loopback's socket buffers: the frame stops part-way.
   std::vector<uint8_t> big(32u << 20, 0x5a);
   Response r;
@@ -229,14 +242,9 @@ TEST_F(RpcTest, GarbageAndCorruptFramesCloseOnlyThatConnection) {
 
 // A "server" that answers every connection with garbage and counts them.
 TEST(RpcGarbagePeerTest, ClientBacksOffInsteadOfReconnectingInATightLoop) {
-  int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(lfd, 64), 0);
-  socklen_t len = sizeof(a);
-  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string addr;
+  int lfd = ListenOnLoopback(64, &addr);
+  ASSERT_GE(lfd, 0);
   std::atomic<int> accepts{0};
   std::atomic<bool> stop{false};
   std::thread srv([&] {
@@ -251,7 +259,7 @@ TEST(RpcGarbagePeerTest, ClientBacksOffInsteadOfReconnectingInATightLoop) {
     }
   });
   auto io = IoContext::Create(1);
-  auto ch = io->MakeTcpChannel("127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+  auto ch = io->MakeTcpChannel(addr);
   Response r;
   Status st = ch->Call(kServiceMds, "x", {}, {}, &r, CallOptions{std::chrono::milliseconds(1000)});
   EXPECT_FALSE(st.ok());
