@@ -7,6 +7,7 @@
 // one-line usage. --commit-interval-ms: how often acknowledged metadata is
 // fdatasync'ed (0 = before every reply); see docs/durability.md. --inline
 // off: every request goes through the worker pool (MdsService::set_inline).
+// --io-threads N: TCP I/O threads (default 1: inline answers need no other).
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -37,7 +38,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
     "[--commit-interval-ms N (0 = sync every op)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
-    "[--transport=auto|tcp|rdma] [--max-inflight-mib N]";
+    "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N]";
 
 struct Flags {
   std::string data;
@@ -49,6 +50,9 @@ struct Flags {
   int64_t lease_ms = 5000;  // metadata leases (mds/lease/lease_table.h)
   bool inline_handlers = true;  // answer on the I/O thread (MdsService::set_inline)
   int64_t max_inflight_mib = 256;  // memory budget of requests + replies (rpc.h ServerOptions)
+  // TCP I/O threads. One: inline answers and their replies stay on one thread
+  // (a second one is woken for every completion asio posts: futex hand-offs).
+  int64_t io_threads = 1;
 };
 
 [[noreturn]] void UsageError(const std::string& why) {
@@ -95,6 +99,9 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (a == "--max-inflight-mib") {
       f.max_inflight_mib = ParseMs(a, v);  // a positive integer, like the ms flags
       if (f.max_inflight_mib > (1 << 20)) UsageError("bad value for " + a);
+    } else if (a == "--io-threads") {
+      f.io_threads = ParseMs(a, v);  // a positive integer
+      if (f.io_threads > 64) UsageError("bad value for " + a);
     } else if (a == "--inline") {
       if (value != "on" && value != "off") UsageError("bad value for --inline (on|off)");
       f.inline_handlers = value == "on";
@@ -195,7 +202,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   rpc::ServerOptions sopts;
   sopts.host = host;
   sopts.port = port;
-  sopts.io_threads = 2;
+  sopts.io_threads = static_cast<int>(flags.io_threads);
   sopts.worker_threads = 8;
   sopts.max_inflight_bytes = static_cast<uint64_t>(flags.max_inflight_mib) << 20;
   auto server = rpc::Listeners::Start(sopts, &service, flags.transport);

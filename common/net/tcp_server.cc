@@ -6,7 +6,10 @@
 // read-loop coroutine decodes frames and posts each request to the worker
 // pool; a worker posts its reply back to the strand, where one writer
 // coroutine drains the reply queue with gathered writes (header, payload and
-// bulk as separate buffers: bulk is never copied). A handler that uses a bulk
+// bulk as separate buffers: bulk is never copied). A reply given inline on the
+// I/O thread (Handler::TryHandleInline) is written there at once with one
+// non-blocking gathered write when nothing is queued before it; what the
+// socket does not take goes to the writer. A handler that uses a bulk
 // pool (Handler::UsesBulkPool) gets request bulk received straight into a
 // pooled, 4 KiB-aligned buffer and may reply from one (bulk_pool.h).
 //
@@ -54,12 +57,35 @@ struct OutFrame {
   std::vector<uint8_t> bulk;
   BulkBuffer pooled_bulk;  // sent instead of bulk when not empty
   std::shared_ptr<AdmissionBudget::Ticket> ticket;  // released once written
+  size_t sent = 0;  // bytes of the frame already written (a direct send's part)
 
   std::span<const uint8_t> bulk_bytes() const {
     if (!pooled_bulk.empty()) return pooled_bulk.span();
     return bulk;
   }
+  // Appends the frame's unsent bytes to `bufs`; returns how many.
+  size_t AppendUnsent(std::vector<asio::const_buffer>* bufs) const {
+    size_t skip = sent, n = 0;
+    auto add = [&](const void* p, size_t len) {
+      if (skip >= len) {
+        skip -= len;
+        return;
+      }
+      bufs->push_back(asio::buffer(static_cast<const uint8_t*>(p) + skip, len - skip));
+      n += len - skip;
+      skip = 0;
+    };
+    add(header, sizeof(header));
+    add(payload.data(), payload.size());
+    std::span<const uint8_t> b = bulk_bytes();
+    add(b.data(), b.size());
+    return n;
+  }
 };
+
+// The connection whose request this thread is answering inline (on that
+// connection's strand, inside Handler::TryHandleInline), or null.
+thread_local const void* t_inline_conn = nullptr;
 
 class ServerConn : public std::enable_shared_from_this<ServerConn> {
  public:
@@ -80,6 +106,11 @@ class ServerConn : public std::enable_shared_from_this<ServerConn> {
  private:
   awaitable<void> ReadLoop(std::shared_ptr<ServerConn> self);
   awaitable<void> WriteLoop(std::shared_ptr<ServerConn> self);
+  // On the strand: queues `f` and starts the writer if it is idle.
+  void Enqueue(std::shared_ptr<OutFrame> f);
+  // On the strand, nothing queued: writes what the socket takes now; true if
+  // all of `f` went.
+  bool SendNow(OutFrame& f);
   // Waits until `cost` bytes fit the budget; null if the connection closed.
   awaitable<std::shared_ptr<AdmissionBudget::Ticket>> Admit(uint64_t cost);
   void Close(const std::string& why);  // on strand
@@ -213,7 +244,10 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
         if (auto conn = weak.lock()) conn->SendReply(service, id, std::move(reply), std::move(t));
       });
     };
-    if (server_->handler()->TryHandleInline(*req, done)) continue;
+    t_inline_conn = this;  // a reply given inline is written at once (SendReply)
+    bool answered = server_->handler()->TryHandleInline(*req, done);
+    t_inline_conn = nullptr;
+    if (answered) continue;
     asio::post(server_->workers(), [self, req, done = std::move(done)]() mutable {
       self->server_->handler()->HandleAsync(*req, std::move(done));
     });
@@ -269,14 +303,38 @@ void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
     h.body_crc = net::BodyCrc(payload, bulk);
   }
   net::EncodeHeader(h, f->header);
+  if (t_inline_conn == this) {  // on the strand already: no post, no writer hand-off
+    if (closed_ || SendNow(*f)) return;
+    Enqueue(std::move(f));
+    return;
+  }
   asio::post(sock_.get_executor(), [self = shared_from_this(), f = std::move(f)] {
-    if (self->closed_) return;
-    self->outq_.push_back(f);
-    if (!self->writing_) {
-      self->writing_ = true;
-      asio::co_spawn(self->sock_.get_executor(), self->WriteLoop(self), asio::detached);
-    }
+    if (!self->closed_) self->Enqueue(f);
   });
+}
+
+void ServerConn::Enqueue(std::shared_ptr<OutFrame> f) {
+  outq_.push_back(std::move(f));
+  if (!writing_) {
+    writing_ = true;
+    asio::co_spawn(sock_.get_executor(), WriteLoop(shared_from_this()), asio::detached);
+  }
+}
+
+bool ServerConn::SendNow(OutFrame& f) {
+  if (writing_ || !outq_.empty()) return false;  // keep the order of replies
+  std::vector<asio::const_buffer> bufs;
+  size_t left = f.AppendUnsent(&bufs);
+  boost::system::error_code ec;
+  if (!sock_.non_blocking()) sock_.non_blocking(true, ec);
+  if (ec) return false;
+  size_t n = sock_.write_some(bufs, ec);
+  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+    Close("write failed: " + ec.message());
+    return true;  // dropped with the connection
+  }
+  f.sent += n;
+  return n == left;
 }
 
 awaitable<void> ServerConn::WriteLoop(std::shared_ptr<ServerConn> self) {
@@ -288,11 +346,7 @@ awaitable<void> ServerConn::WriteLoop(std::shared_ptr<ServerConn> self) {
     while (!outq_.empty() && batch.size() < kMaxBatch) {
       batch.push_back(std::move(outq_.front()));
       outq_.pop_front();
-      OutFrame& f = *batch.back();
-      bufs.push_back(asio::buffer(f.header));
-      if (!f.payload.empty()) bufs.push_back(asio::buffer(f.payload));
-      std::span<const uint8_t> bulk = f.bulk_bytes();
-      if (!bulk.empty()) bufs.push_back(asio::buffer(bulk.data(), bulk.size()));
+      batch.back()->AppendUnsent(&bufs);
     }
     boost::system::error_code ec;
     co_await asio::async_write(sock_, bufs, redirect_error(use_awaitable, ec));
