@@ -24,7 +24,8 @@
 // the inode wait for them first (inside libsfs), so this mount reads its own
 // writes and other mounts see them after close or fsync (close-to-open, as
 // before). A failed background write is returned by the next WRITE, FLUSH
-// (close) or FSYNC on that handle (docs/durability.md).
+// (close) or FSYNC on that handle (docs/durability.md). The worker that
+// sends a write is woken only after the WRITE's reply.
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/stat.h>
@@ -165,11 +166,20 @@ void FuseOps::OnWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* bufv, off_
   // Write-only handles write behind (-o write_behind_kb): the reply goes once
   // libsfs has copied the bytes; handles that can read (and be mmapped) stay
   // synchronous.
+  // The worker that sends a written-behind job is woken after the reply: on a
+  // busy CPU it would otherwise run first and hold back the writer's next
+  // write(2) by one wake-up and send.
   std::span<const uint8_t> bytes(data, size);
-  Result<size_t> n = HandleOf(fi)->direct ? client_->WriteBehind(HandleOf(fi)->file, off, bytes)
-                                          : client_->Write(FileOf(fi), off, bytes);
-  if (!n.ok()) return ReplyStatus(req, n.status());
-  fuse_reply_write(req, *n);
+  bool wake = false;
+  Result<size_t> n = HandleOf(fi)->direct
+                         ? client_->WriteBehind(HandleOf(fi)->file, off, bytes, &wake)
+                         : client_->Write(FileOf(fi), off, bytes);
+  if (!n.ok()) {
+    ReplyStatus(req, n.status());
+  } else {
+    fuse_reply_write(req, *n);
+  }
+  if (wake) client_->WakeWriteBehind();
 }
 
 // The kernel's file_remove_privs, for a direct write: drop security.capability

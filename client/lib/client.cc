@@ -432,7 +432,8 @@ Result<size_t> Client::Write(File& f, uint64_t off, std::span<const uint8_t> buf
 }
 
 Result<size_t> Client::WriteBehind(const std::shared_ptr<File>& f, uint64_t off,
-                                   std::span<const uint8_t> buf) {
+                                   std::span<const uint8_t> buf, bool* wake_owed) {
+  if (wake_owed != nullptr) *wake_owed = false;
   if (!impl_->wb) return Write(*f, off, buf);
   if (buf.empty()) return size_t{0};
   if (off > kMaxFileSize || buf.size() > kMaxFileSize - off) {
@@ -442,11 +443,16 @@ Result<size_t> Client::WriteBehind(const std::shared_ptr<File>& f, uint64_t off,
     std::lock_guard<std::mutex> lock(f->mu_);
     if (!f->wb_error_.ok()) return f->wb_error_;
   }
-  impl_->wb->Submit(f, off, buf);
+  const bool queued = impl_->wb->Submit(f, off, buf, /*defer_wake=*/wake_owed != nullptr);
+  if (wake_owed != nullptr) *wake_owed = queued;
   // The size counts the queued write at once, as the kernel's i_size does: a
   // Flush/Close waits for it before reporting.
   NoteWritten(*f, off + buf.size());
   return buf.size();
+}
+
+void Client::WakeWriteBehind() {
+  if (impl_->wb) impl_->wb->Wake();
 }
 
 void Client::NoteWritten(File& f, uint64_t end) {

@@ -243,8 +243,12 @@ class Client {
   // always sees its own writes. A background failure is remembered on f and
   // returned by the next WriteBehind/Write on f (kept) and by the next
   // Flush/Fsync/Close (which clear it), as the kernel reports write-back errors.
+  // With wake_owed not null, no background worker is woken yet: if
+  // *wake_owed is set on return, the caller must call WakeWriteBehind() (after
+  // answering its own caller, so that the worker does not take the CPU first).
   Result<size_t> WriteBehind(const std::shared_ptr<File>& f, uint64_t off,
-                             std::span<const uint8_t> buf);
+                             std::span<const uint8_t> buf, bool* wake_owed = nullptr);
+  void WakeWriteBehind();
   // Reports the written size to the MDS if it grew.
   Status Flush(File& f);
   // Makes written data durable on the OSSes, and the size and every other

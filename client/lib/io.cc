@@ -160,7 +160,7 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
 // EIO. A destroyed object stays ESTALE, as NFS reports a file removed by
 // another client: the application's handle is stale, not its disk failing,
 // and only re-opening the path can help (retrying, as after EIO, cannot).
-Status FirstError(const std::vector<Piece>& pieces) {
+Status FirstError(std::span<const Piece> pieces) {
   for (const Piece& p : pieces) {
     if (p.status.ok()) continue;
     std::string where = "OST " + std::to_string(p.ost) + " object " + std::to_string(p.oid);
@@ -260,6 +260,33 @@ Status Striper::Write(const LayoutSpec& l, uint64_t off, std::span<const uint8_t
   std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kWrite, off, buf.size());
   for (Piece& p : pieces) p.out = buf.subspan(p.file_offset - off, p.length);
   return Run(pieces);
+}
+
+void Striper::WriteBatch(std::span<BatchWrite> writes) {
+  std::vector<Piece> pieces;
+  std::vector<size_t> first(writes.size() + 1, 0);  // writes[i]'s pieces start at first[i]
+  std::vector<bool> split(writes.size(), false);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    BatchWrite& w = writes[i];
+    first[i] = pieces.size();
+    if (w.buf.empty()) continue;
+    Result<layout::Geometry> g = GeometryOf(*w.layout);
+    if (!g.ok()) {
+      w.status = g.status();
+      continue;
+    }
+    split[i] = true;
+    for (Piece& p : SplitRange(*w.layout, *g, Piece::Op::kWrite, w.off, w.buf.size())) {
+      p.out = w.buf.subspan(p.file_offset - w.off, p.length);
+      pieces.push_back(std::move(p));
+    }
+  }
+  first[writes.size()] = pieces.size();
+  (void)Run(pieces);
+  const std::span<const Piece> all(pieces);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    if (split[i]) writes[i].status = FirstError(all.subspan(first[i], first[i + 1] - first[i]));
+  }
 }
 
 Status Striper::Truncate(const LayoutSpec& l, uint64_t size) {

@@ -51,6 +51,17 @@ class Striper {
   // and bytes past the objects' ends read as zeros.
   Status Read(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf);
   Status Write(const LayoutSpec& l, uint64_t off, std::span<const uint8_t> buf);
+  // One write of a WriteBatch: the range, and on return its result.
+  struct BatchWrite {
+    const LayoutSpec* layout = nullptr;
+    uint64_t off = 0;
+    std::span<const uint8_t> buf;
+    Status status;
+  };
+  // Does each write as Write would, with the OSS calls of all of them in
+  // flight at once (one round of calls for many small writes); sets each
+  // one's status.
+  void WriteBatch(std::span<BatchWrite> writes);
   // Sets every object to the size it has in a file of `size` bytes.
   Status Truncate(const LayoutSpec& l, uint64_t size);
   // Makes every object's data durable (missing objects are fine).

@@ -35,8 +35,8 @@ bool WriteBehindQueue::OverlapsLocked(uint64_t ino, uint64_t off, uint64_t end) 
   return next != ranges.begin() && std::prev(next)->second > off;
 }
 
-void WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
-                         std::span<const uint8_t> buf) {
+bool WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
+                              std::span<const uint8_t> buf, bool defer_wake) {
   const uint64_t len = buf.size();
   const uint64_t end = off + len;
   const uint64_t charge = std::max(len, kMinCharge);
@@ -48,7 +48,7 @@ void WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
     return (bytes_ == 0 || bytes_ + charge <= max_bytes_) && !OverlapsLocked(f->ino_, off, end);
   });
   --waiters_;
-  if (GatherLocked(f, off, buf)) return;
+  if (GatherLocked(f, off, buf)) return false;
   auto job = std::make_unique<Job>();
   job->ino = f->ino_;
   job->files.push_back(f);
@@ -61,8 +61,61 @@ void WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
   p.by_seq.emplace(job->seq, off);
   p.by_off.emplace(off, end);
   queue_.push_back(std::move(job));
+  if (!NeedWakeLocked()) return false;
   lock.unlock();
-  work_cv_.notify_one();
+  if (!defer_wake) work_cv_.notify_one();
+  return true;
+}
+
+bool WriteBehindQueue::NeedWakeLocked() {
+  if (queue_.empty() || idle_ <= wakes_) return false;
+  if (queue_.size() <= static_cast<size_t>(wakes_) * kMaxBatch) return false;
+  ++wakes_;
+  return true;
+}
+
+namespace {
+
+// The OST a write goes to if it lies within one stripe unit, else -1.
+int64_t SingleOst(const LayoutSpec& l, uint64_t off, uint64_t len) {
+  if (l.stripe_size == 0 || l.objects.empty() || len == 0) return -1;
+  const uint64_t unit = off / l.stripe_size;
+  if ((off + len - 1) / l.stripe_size != unit) return -1;
+  return l.objects[unit % l.objects.size()].ost;
+}
+
+}  // namespace
+
+int64_t WriteBehindQueue::OstOf(const Job& j) {
+  return SingleOst(j.files[0]->layout_, j.off, j.data.size());
+}
+
+void WriteBehindQueue::TakeLocked(std::vector<std::unique_ptr<Job>>* batch) {
+  // The front job, and after it queued jobs for the same OST (one OSS: the
+  // batch waits on one connection, whose reader completes every reply as it
+  // comes, so no reply waits behind a slow or dead OSS's).
+  const int64_t ost = OstOf(*queue_.front());
+  uint64_t bytes = 0;
+  size_t keep = 0, i = 0;
+  for (; i < queue_.size() && i < kMaxScan && batch->size() < kMaxBatch; ++i) {
+    std::unique_ptr<Job>& j = queue_[i];
+    const bool take = i == 0 || (ost >= 0 && OstOf(*j) == ost &&
+                                 bytes + j->data.size() <= kMaxGather);
+    if (take) {
+      bytes += j->data.size();
+      batch->push_back(std::move(j));
+    } else {
+      if (keep != i) queue_[keep] = std::move(j);
+      ++keep;
+    }
+    if (ost < 0) {
+      ++i;
+      break;
+    }
+  }
+  std::move(queue_.begin() + static_cast<ptrdiff_t>(i), queue_.end(),
+            queue_.begin() + static_cast<ptrdiff_t>(keep));
+  queue_.resize(queue_.size() - (i - keep));
 }
 
 bool WriteBehindQueue::GatherLocked(const std::shared_ptr<File>& f, uint64_t off,
@@ -100,26 +153,47 @@ uint64_t WriteBehindQueue::bytes_pending() const {
 }
 
 void WriteBehindQueue::Work() {
+  std::vector<std::unique_ptr<Job>> batch;
   for (;;) {
-    std::unique_ptr<Job> job;
+    bool wake = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_, and nothing left to send
-      job = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    Status st = striper_->Write(job->files[0]->layout_, job->off, job->data);
-    if (!st.ok()) {
-      LOG_WARN("background write of inode " << job->ino << " at " << job->off << " ("
-                                            << job->data.size() << " bytes) failed: "
-                                            << st.ToString());
-      for (const std::shared_ptr<File>& f : job->files) {
-        std::lock_guard<std::mutex> flock(f->mu_);
-        if (f->wb_error_.ok()) f->wb_error_ = st;
+      while (!stop_ && queue_.empty()) {
+        ++idle_;
+        work_cv_.wait(lock);
+        --idle_;
+        if (wakes_ > 0) --wakes_;
       }
+      if (queue_.empty()) return;  // stop_, and nothing left to send
+      TakeLocked(&batch);
+      wake = NeedWakeLocked();  // more queued than this batch: another worker
     }
-    Finish(*job);
+    if (wake) work_cv_.notify_one();
+    Send(batch);
+    for (const std::unique_ptr<Job>& job : batch) Finish(*job);
+    batch.clear();
+  }
+}
+
+void WriteBehindQueue::Send(std::vector<std::unique_ptr<Job>>& batch) {
+  std::vector<Striper::BatchWrite> writes(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    writes[i].layout = &batch[i]->files[0]->layout_;
+    writes[i].off = batch[i]->off;
+    writes[i].buf = batch[i]->data;
+  }
+  striper_->WriteBatch(writes);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Status& st = writes[i].status;
+    if (st.ok()) continue;
+    const Job& job = *batch[i];
+    LOG_WARN("background write of inode " << job.ino << " at " << job.off << " ("
+                                          << job.data.size() << " bytes) failed: "
+                                          << st.ToString());
+    for (const std::shared_ptr<File>& f : job.files) {
+      std::lock_guard<std::mutex> flock(f->mu_);
+      if (f->wb_error_.ok()) f->wb_error_ = st;
+    }
   }
 }
 

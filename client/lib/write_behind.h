@@ -16,6 +16,14 @@
 // Submit waits for room (back-pressure on the writer). Each job counts at
 // least kMinCharge bytes, so the jobs' own overhead is bounded too.
 //
+// Batches: a woken worker takes the front job and up to kMaxBatch - 1 more
+// queued jobs for the same OST (at most kMaxGather bytes) and sends them as
+// one round of OSS calls (Striper::WriteBatch), so many small writes cost one
+// worker wake-up and one wait. One OST per batch: a batch that meets a slow
+// or dead OSS holds back no other OSS's writes (and their replies are never
+// left unread while the worker waits on that OSS). Submit wakes a worker only when no woken worker is yet to take the
+// queue, or when the queue holds more than those can take.
+//
 // Order: a write that overlaps a pending write of the same inode waits until
 // that one has finished, so a later write to the same bytes always lands
 // last. Barriers: WaitIno returns once every write of that inode submitted
@@ -52,7 +60,14 @@ class WriteBehindQueue {
   WriteBehindQueue& operator=(const WriteBehindQueue&) = delete;
 
   // Copies buf and queues its write at file offset off; returns once queued.
-  void Submit(const std::shared_ptr<File>& f, uint64_t off, std::span<const uint8_t> buf);
+  // Returns true iff the write needs a worker woken (see Batches). With
+  // defer_wake the caller does that, by calling Wake() soon, e.g. right after
+  // answering its own caller, so that on a busy CPU the woken worker does not
+  // run before that answer; otherwise Submit does it.
+  bool Submit(const std::shared_ptr<File>& f, uint64_t off, std::span<const uint8_t> buf,
+              bool defer_wake = false);
+  // Wakes one worker (for a job queued with defer_wake).
+  void Wake() { work_cv_.notify_one(); }
   // Waits for every write of ino submitted before this call.
   void WaitIno(uint64_t ino);
   // Bytes held by queued and running writes (for tests and stats).
@@ -64,6 +79,9 @@ class WriteBehindQueue {
   // What a job costs the window at least, so that tiny writes cannot queue
   // millions of jobs: the job's own overhead stays under 4% of the window.
   static constexpr uint64_t kMinCharge = 4096;
+  // Most jobs a worker takes at once, and how far down the queue it looks.
+  static constexpr size_t kMaxBatch = 32;
+  static constexpr size_t kMaxScan = 256;
 
   struct Job {
     uint64_t ino = 0;
@@ -85,7 +103,16 @@ class WriteBehindQueue {
   // Appends the write to the last queued job if it continues it (same inode,
   // starts where it ends, not yet taken by a worker). REQUIRES: mu_ held.
   bool GatherLocked(const std::shared_ptr<File>& f, uint64_t off, std::span<const uint8_t> buf);
+  // True iff a worker should be woken for what is queued now; if so, counts
+  // the wake-up as owed to the queue. REQUIRES: mu_ held.
+  bool NeedWakeLocked();
+  // The OST a job's bytes all go to, or -1 if they span several objects.
+  static int64_t OstOf(const Job& j);
+  // Moves the front job into batch, and after it up to kMaxBatch - 1 more
+  // queued jobs for the same OST (none if it spans objects). REQUIRES: mu_ held.
+  void TakeLocked(std::vector<std::unique_ptr<Job>>* batch);
   void Work();
+  void Send(std::vector<std::unique_ptr<Job>>& batch);
   void Finish(const Job& j);
 
   Striper* const striper_;
@@ -97,6 +124,8 @@ class WriteBehindQueue {
   // Pending (queued or running) writes per inode, by submission number.
   std::unordered_map<uint64_t, InoPending> pending_;  // GUARDED_BY(mu_)
   int waiters_ = 0;         // GUARDED_BY(mu_): threads waiting on done_cv_
+  int idle_ = 0;            // GUARDED_BY(mu_): workers waiting on work_cv_
+  int wakes_ = 0;           // GUARDED_BY(mu_): workers notified, not yet awake
   uint64_t next_seq_ = 1;   // GUARDED_BY(mu_)
   uint64_t bytes_ = 0;      // GUARDED_BY(mu_)
   bool stop_ = false;       // GUARDED_BY(mu_)

@@ -228,6 +228,57 @@ TEST_F(FuseWriteBehindTest, ABackgroundWriteToAKilledOssFailsAtTheNextWriteClose
   close(fa);
 }
 
+// Queued small writes go out in batches of OSS calls (many files' writes in
+// one round): a batch that meets a killed OSS fails only the writes of files
+// with an object there; a file on the live OSS written in between keeps
+// every byte and its fsync and close succeed.
+TEST_F(FuseWriteBehindTest, ScatteredSmallWritesToTwoFilesFailOnlyOnTheFileWhoseOssIsKilled) {
+  MountAll(2);
+  ASSERT_EQ(mkdir((mnt_[0] + "/e").c_str(), 0755), 0);
+  auto dir = client_->ResolvePath(kRoot, "/e");
+  ASSERT_TRUE(dir.ok());
+  client::LayoutSpec one{.stripe_size = kStripe, .stripe_count = 1};
+  ASSERT_TRUE(client_->SetLayout(kRoot, dir->ino, one, false).ok());
+  // Files until one has its object on each OSS.
+  std::string on[2];
+  for (int i = 0; i < 8 && (on[0].empty() || on[1].empty()); ++i) {
+    const std::string name = "/e/f" + std::to_string(i);
+    ASSERT_TRUE(WriteFile(mnt_[0] + name, std::string(kStripe, 'x')));
+    auto attr = client_->ResolvePath(kRoot, name);
+    ASSERT_TRUE(attr.ok());
+    auto layout = client_->GetLayout(kRoot, attr->ino);
+    ASSERT_TRUE(layout.ok() && layout->objects.size() == 1u);
+    int oss = cluster().OssOfOst(*client_, layout->objects[0].ost);
+    ASSERT_TRUE(oss == 0 || oss == 1) << oss;
+    if (on[oss].empty()) on[oss] = name;
+  }
+  ASSERT_FALSE(on[0].empty() || on[1].empty()) << "placement never used one of the OSSes";
+  int bad = open((mnt_[0] + on[0]).c_str(), O_WRONLY);
+  int good = open((mnt_[0] + on[1]).c_str(), O_WRONLY);
+  ASSERT_GE(bad, 0);
+  ASSERT_GE(good, 0);
+  ASSERT_TRUE(cluster().KillOss(0).ok());
+  std::mt19937_64 rng(PerTestSeed());
+  std::string expect(kStripe, 'x');
+  std::vector<size_t> order(kStripe / 4096);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (size_t i : order) {  // 4 KiB writes, every other one to each file
+    std::string piece(4096, static_cast<char>('a' + i % 26));
+    // The dead file's writes start failing once one of them has failed.
+    (void)pwrite(bad, piece.data(), piece.size(), static_cast<off_t>(i * 4096));
+    ASSERT_EQ(pwrite(good, piece.data(), piece.size(), static_cast<off_t>(i * 4096)), 4096)
+        << "the live file's writes are never refused: " << strerror(errno);
+    expect.replace(i * 4096, piece.size(), piece);
+  }
+  EXPECT_EQ(ErrnoOf(fsync(good)), 0) << "no write of the live file may fail";
+  EXPECT_EQ(ErrnoOf(fsync(bad)), EIO) << "the killed OSS's file reports its writes";
+  EXPECT_EQ(ErrnoOf(close(good)), 0);
+  close(bad);
+  std::string got = ReadAll(mnt_[1] + on[1]);
+  EXPECT_TRUE(SameBytes(got, expect)) << "the other mount reads different bytes";
+}
+
 // The window bounds memory: with every OSS stopped, a libsfs writer with a
 // 1 MiB window gets exactly four 256 KiB writes acknowledged, then sleeps
 // until the OSSes answer again; then all eight land and read back.
