@@ -21,6 +21,10 @@ void DestroyQueue::Start() { thread_ = std::thread([this] { Loop(); }); }
 
 void DestroyQueue::Notify() {
   std::lock_guard<std::mutex> lock(mu_);
+  // Already told (the worker lingers, or has yet to look): the pass to come
+  // scans after this write. Waking the worker again only costs a hand-off per
+  // unlink of a storm.
+  if (notified_) return;
   notified_ = true;
   cv_.notify_one();
 }
