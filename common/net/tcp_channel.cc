@@ -38,6 +38,7 @@
 #include <cstring>
 #include <condition_variable>
 #include <deque>
+#include <utility>
 #include <future>
 #include <map>
 #include <mutex>
@@ -339,7 +340,11 @@ void Core::SendFromCaller(const Socket& sock, uint64_t gen, std::vector<CallPtr>
 Status Core::Wait(const std::shared_ptr<PendingCall>& p, Response* out) {
   std::unique_lock<std::mutex> l(mu_);
   bool led = false;
-  while (!p->done && Clock::now() < p->deadline) {
+  // The first pass runs even past the deadline: a caller that waited on other
+  // calls first (a striped read, one OSS slow) finds its reply, if it came in
+  // meanwhile, still unread in the socket (nobody reads for an idle channel).
+  bool first = true;
+  while (!p->done && (std::exchange(first, false) || Clock::now() < p->deadline)) {
     led = MayLeadLocked(*p);
     if (led) {
       Lead(l, p);  // returns with mu_ held, having woken the next reader

@@ -117,6 +117,26 @@ TEST_F(RpcTest, CallsStartedWhileOthersAreBeingSentAllArriveIntact) {
   EXPECT_EQ(bad.load(), 0);
 }
 
+// A striped I/O waits on its calls one by one: while it waits on a slow
+// server, another channel's reply comes in with nobody reading that socket.
+TEST_F(RpcTest, AReplyThatArrivedWhileTheCallerWaitedElsewhereIsNotATimeout) {
+  EchoHandler slow;
+  auto s = StartTcpServer(ServerOptions{}, &slow);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto slow_chan = io_->MakeTcpChannel("127.0.0.1:" + std::to_string((*s)->port()));
+  auto held = slow_chan->Start(kServiceOss, "hold", {}, {},
+                               CallOptions{std::chrono::milliseconds(2500)});
+  auto quick = chan_->Start(kServiceOss, "quick", {}, {}, CallOptions{std::chrono::milliseconds(1500)});
+  Response r;
+  EXPECT_EQ(slow_chan->Wait(held, &r).code(), ETIMEDOUT);  // past quick's deadline now
+  Status st = chan_->Wait(quick, &r);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(r.payload, "re:quick");
+  slow.DropHeld();
+  slow_chan.reset();
+  (*s)->Stop();
+}
+
 // A raw listening socket on a free loopback port, for peers that misbehave
 // below the rpc layer; sets *addr to "127.0.0.1:PORT". Returns -1 on failure.
 int ListenOnLoopback(int backlog, std::string* addr) {
