@@ -28,7 +28,9 @@ void LeaseWatch::Stop() {
     cv_.notify_all();
   }
   if (!thread_.joinable()) return;
-  (void)mds_->Watch(acked, std::chrono::milliseconds(1));  // supersedes the held poll
+  // Supersedes the held poll and gives the leases back: other clients' changes
+  // need not wait out this unmounted client's leases.
+  (void)mds_->Watch(acked, std::chrono::milliseconds(1), /*leaving=*/true);
   thread_.join();
 }
 

@@ -242,10 +242,12 @@ Status MdsClient::Sync() {
   return st;
 }
 
-Result<MdsClient::WatchBatch> MdsClient::Watch(uint64_t ack_seq, std::chrono::milliseconds wait) {
+Result<MdsClient::WatchBatch> MdsClient::Watch(uint64_t ack_seq, std::chrono::milliseconds wait,
+                                               bool leaving) {
   proto::MdsRequest req;
   proto::MdsResponse resp;
   req.mutable_watch()->set_ack_seq(ack_seq);
+  req.mutable_watch()->set_leaving(leaving);
   req.mutable_watch()->set_wait_ms(static_cast<uint32_t>(wait.count()));
   // Short: a poll in flight delays the client's shutdown (LeaseWatch::Stop) by this much.
   SFS_RETURN_IF_ERROR(CallRaw(nullptr, &req, &resp, wait + std::chrono::seconds(1)));

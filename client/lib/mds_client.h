@@ -138,7 +138,8 @@ class MdsClient {
     std::vector<Invalidation> items;
     uint64_t seq = 0;
   };
-  Result<WatchBatch> Watch(uint64_t ack_seq, std::chrono::milliseconds wait);
+  // leaving: this client unmounts; the MDS drops its leases and answers at once.
+  Result<WatchBatch> Watch(uint64_t ack_seq, std::chrono::milliseconds wait, bool leaving = false);
   // Called before invalidations are applied: a reply that arrives after this
   // carries no lease (it may have been read before the change).
   void NoteInvalidation() { invalidations_.fetch_add(1); }

@@ -85,6 +85,23 @@ void LeaseTable::Watch(uint64_t client, uint64_t ack_seq, int64_t wait_ms, Watch
   for (auto& f : calls) f();
 }
 
+void LeaseTable::Leave(uint64_t client) {
+  Calls calls;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    int64_t now = now_();
+    for (auto& [ino, st] : inos_) st.holders.erase(client);
+    auto c = clients_.find(client);
+    if (c != clients_.end()) {
+      if (c->second.held) AnswerWatch(c->second, now, &calls);
+      clients_.erase(c);  // Satisfied(): an unknown client waits for nothing
+    }
+    CompletePending(now, &calls);
+    cv_.notify_all();
+  }
+  for (auto& f : calls) f();
+}
+
 void LeaseTable::Revoke(uint64_t requester, std::vector<LeaseInval> items,
                         std::function<void()> done) {
   Calls calls;

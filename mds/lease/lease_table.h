@@ -103,6 +103,11 @@ class LeaseTable {
   // period is over (possibly inline).
   void Revoke(uint64_t requester, std::vector<LeaseInval> items, std::function<void()> done);
 
+  // The client unmounts: answers its held poll, drops its leases and queued
+  // invalidations (revocations stop waiting on it) and its watch, so it gets no
+  // lease until it polls again.
+  void Leave(uint64_t client);
+
   // Answers watches and revocations whose time has come; forgets expired leases.
   void RunDue();
 

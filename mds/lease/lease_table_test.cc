@@ -68,6 +68,24 @@ TEST_F(LeaseTableTest, ARevocationWaitsUntilTheHolderAcksItsInvalidation) {
   EXPECT_FALSE(b2.has_value()) << "nothing left to send: the poll is held";
 }
 
+TEST_F(LeaseTableTest, AClientThatLeavesStopsDelayingChangesAndGetsNoMoreLeases) {
+  std::optional<Polled> b;
+  Poll(table_, kB, 0, &b);
+  ASSERT_GT(table_.Grant(kB, 10, table_.Tick()), 0u);
+  ASSERT_GT(table_.Grant(kB, 11, table_.Tick()), 0u);
+  bool done = false;
+  table_.Revoke(kA, {{10, 0, ""}}, [&] { done = true; });
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(done) << "B has not acked";
+  table_.Leave(kB);  // B unmounts without acking
+  EXPECT_TRUE(done) << "the change no longer waits out B's lease";
+  EXPECT_EQ(table_.Holders(11), 0u);
+  bool done11 = false;
+  table_.Revoke(kA, {{11, 0, ""}}, [&] { done11 = true; });
+  EXPECT_TRUE(done11);
+  EXPECT_EQ(table_.Grant(kB, 12, table_.Tick()), 0u) << "no watch: no lease";
+}
+
 TEST_F(LeaseTableTest, TheRequestersOwnLeaseDoesNotDelayItsChange) {
   std::optional<Polled> a;
   Poll(table_, kA, 0, &a);

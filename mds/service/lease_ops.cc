@@ -248,6 +248,11 @@ void MdsService::Watch(const MdsRequest& r, rpc::ReplyFn done) {
     }
     ReplyLater(resp, done);
   };
+  if (r.watch().leaving()) {  // an unmount: nobody need wait on this client's leases
+    leases_->Leave(r.client_id());
+    reply({}, 0);
+    return;
+  }
   leases_->Watch(r.client_id(), r.watch().ack_seq(), r.watch().wait_ms(), std::move(reply));
 }
 
