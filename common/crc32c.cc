@@ -25,8 +25,13 @@ std::array<uint32_t, 256> MakeTable() {
   return t;
 }
 
-uint32_t ExtendPortable(uint32_t crc, const uint8_t* p, size_t n) {
+const std::array<uint32_t, 256>& Table() {
   static const std::array<uint32_t, 256> table = MakeTable();
+  return table;
+}
+
+uint32_t ExtendPortable(uint32_t crc, const uint8_t* p, size_t n) {
+  const std::array<uint32_t, 256>& table = Table();
   crc = ~crc;
   for (size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
   return ~crc;
@@ -36,39 +41,7 @@ uint32_t ExtendPortable(uint32_t crc, const uint8_t* p, size_t n) {
 // crc32q has a latency of 3 cycles but issues every cycle, so one dependent
 // chain runs at a third of the instruction's throughput. Long inputs are cut
 // into three equal blocks whose crcs run as independent chains and are then
-// combined. The CRC register is linear: running block B from register r gives
-// Shift(r, |B|) ^ crc(0, B), where Shift(r, n) is the register after n zero
-// bytes. Shift for a fixed n is a linear map of 32 bits, kept as four tables
-// of 256 entries (one per byte of r).
-struct ShiftTable {
-  uint32_t t[4][256];
-  uint32_t Apply(uint32_t r) const {
-    return t[0][r & 0xff] ^ t[1][(r >> 8) & 0xff] ^ t[2][(r >> 16) & 0xff] ^ t[3][r >> 24];
-  }
-};
-
-__attribute__((target("sse4.2"))) uint32_t ShiftSlow(uint32_t r, size_t n) {
-  uint64_t c = r;
-  for (size_t i = 0; i < n / 8; ++i) c = _mm_crc32_u64(c, 0);
-  return static_cast<uint32_t>(c);
-}
-
-ShiftTable MakeShiftTable(size_t n) {  // REQUIRES: n % 8 == 0
-  ShiftTable s;
-  uint32_t basis[32];
-  for (int b = 0; b < 32; ++b) basis[b] = ShiftSlow(uint32_t{1} << b, n);
-  for (int k = 0; k < 4; ++k) {
-    for (uint32_t v = 0; v < 256; ++v) {
-      uint32_t r = 0;
-      for (int b = 0; b < 8; ++b) {
-        if (v & (1u << b)) r ^= basis[8 * k + b];
-      }
-      s.t[k][v] = r;
-    }
-  }
-  return s;
-}
-
+// combined with ZeroShift (crc32c.h).
 // Block lengths of one three-way round: long for bulk data, short so that a
 // 4 KiB OSS chunk (4080 = 3 x 1360) still takes the parallel path.
 constexpr size_t kLongBlock = 8192;
@@ -77,7 +50,7 @@ constexpr size_t kShortBlock = 1360;
 // Runs three chains over p[0, 3 * kBlock) from register c; returns the register.
 template <size_t kBlock>
 __attribute__((target("sse4.2"))) uint64_t Round3(uint64_t c, const uint8_t* p,
-                                                 const ShiftTable& shift) {
+                                                 const ZeroShift& shift) {
   uint64_t c1 = 0, c2 = 0;
   const uint8_t* p1 = p + kBlock;
   const uint8_t* p2 = p + 2 * kBlock;
@@ -95,8 +68,8 @@ __attribute__((target("sse4.2"))) uint64_t Round3(uint64_t c, const uint8_t* p,
 }
 
 __attribute__((target("sse4.2"))) uint32_t ExtendHw(uint32_t crc, const uint8_t* p, size_t n) {
-  static const ShiftTable long_shift = MakeShiftTable(kLongBlock);
-  static const ShiftTable short_shift = MakeShiftTable(kShortBlock);
+  static const ZeroShift long_shift(kLongBlock);
+  static const ZeroShift short_shift(kShortBlock);
   uint64_t c = static_cast<uint32_t>(~crc);
   for (; n >= 3 * kLongBlock; p += 3 * kLongBlock, n -= 3 * kLongBlock) {
     c = Round3<kLongBlock>(c, p, long_shift);
@@ -127,6 +100,26 @@ bool HaveSse42() {
 #endif
 
 }  // namespace
+
+ZeroShift::ZeroShift(size_t n) {
+  // The image of each bit of r, by the portable table (no instruction needed).
+  const std::array<uint32_t, 256>& table = Table();
+  uint32_t basis[32];
+  for (int b = 0; b < 32; ++b) {
+    uint32_t r = uint32_t{1} << b;
+    for (size_t i = 0; i < n; ++i) r = table[r & 0xff] ^ (r >> 8);
+    basis[b] = r;
+  }
+  for (int k = 0; k < 4; ++k) {
+    for (uint32_t v = 0; v < 256; ++v) {
+      uint32_t r = 0;
+      for (int b = 0; b < 8; ++b) {
+        if (v & (1u << b)) r ^= basis[8 * k + b];
+      }
+      t_[k][v] = r;
+    }
+  }
+}
 
 uint32_t Extend(uint32_t crc, const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);

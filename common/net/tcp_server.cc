@@ -33,7 +33,6 @@
 #include "common/log.h"
 #include "common/net/asio.h"
 #include "common/net/frame.h"
-#include "common/crc32c.h"
 #include "common/rpc/admission.h"
 #include "common/rpc/bulk_crc.h"
 #include "common/rpc/reply_gate.h"
@@ -222,9 +221,7 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
                                            req->payload.size());
     if (req->pool != nullptr) {  // one pass: the piece crcs, folded into the body crc
       req->bulk_piece_crcs = PieceCrcs(bulk);
-      uint32_t crc = ExtendByPieces(crc32c::Value(payload.data(), payload.size()),
-                                    req->bulk_piece_crcs, bulk.size());
-      if (crc != h->body_crc) {
+      if (BodyCrcByPieces(payload, req->bulk_piece_crcs, bulk.size()) != h->body_crc) {
         Close("body crc mismatch");
         co_return;
       }
@@ -297,8 +294,7 @@ void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
   h.payload_len = static_cast<uint32_t>(f->payload.size());
   h.bulk_len = static_cast<uint32_t>(bulk.size());
   if (!f->pooled_bulk.empty() && reply.bulk_piece_crcs.size() == BulkCrcPieces(bulk.size())) {
-    h.body_crc = ExtendByPieces(crc32c::Value(payload.data(), payload.size()),
-                                reply.bulk_piece_crcs, bulk.size());
+    h.body_crc = BodyCrcByPieces(payload, reply.bulk_piece_crcs, bulk.size());
   } else {
     h.body_crc = net::BodyCrc(payload, bulk);
   }

@@ -33,4 +33,9 @@ std::vector<uint32_t> PieceCrcs(std::span<const uint8_t> bulk);
 // REQUIRES: pieces.size() == BulkCrcPieces(bulk_len).
 uint32_t ExtendByPieces(uint32_t crc, std::span<const uint32_t> pieces, size_t bulk_len);
 
+// net::BodyCrc(payload, bulk) from bulk's piece crcs and its length.
+// REQUIRES: pieces.size() == BulkCrcPieces(bulk_len).
+uint32_t BodyCrcByPieces(std::span<const uint8_t> payload, std::span<const uint32_t> pieces,
+                         size_t bulk_len);
+
 }  // namespace sfs::rpc
