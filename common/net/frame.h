@@ -18,7 +18,9 @@
 // A frame that fails any check is rejected; the connection carrying it is closed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +52,24 @@ void EncodeHeader(const FrameHeader& h, uint8_t* out);
 
 // Computes the body crc over payload then bulk.
 uint32_t BodyCrc(std::span<const uint8_t> payload, std::span<const uint8_t> bulk);
+
+// Appends a frame's parts (header, payload, bulk) to `out` as Buf{pointer,
+// length} for a gathered write, less the first *skip bytes (already written
+// by an earlier, partial write); consumes *skip. Returns the bytes appended.
+// Buf: iovec or asio::const_buffer.
+template <typename Buf>
+size_t AppendUnsent(std::initializer_list<std::span<const uint8_t>> parts, size_t* skip,
+                    std::vector<Buf>* out) {
+  size_t n = 0;
+  for (std::span<const uint8_t> part : parts) {
+    size_t s = std::min(*skip, part.size());
+    *skip -= s;
+    if (part.size() == s) continue;
+    out->push_back(Buf{const_cast<uint8_t*>(part.data()) + s, part.size() - s});
+    n += part.size() - s;
+  }
+  return n;
+}
 
 // Parses and validates a header (magic, version, kind, lengths, header crc).
 // EBADMSG on any mismatch, EMSGSIZE when a length exceeds the limits.

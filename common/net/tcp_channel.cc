@@ -99,14 +99,9 @@ constexpr std::chrono::milliseconds kMinDelay{20}, kMaxDelay{1000};  // reconnec
 // A call's frame as buffers (header, payload, bulk), less `skip` bytes already written.
 template <typename Buf>
 void AppendFrame(const PendingCall& p, std::vector<Buf>* out, size_t* skip) {
-  auto add = [&](const void* data, size_t len) {
-    size_t s = std::min(*skip, len);
-    *skip -= s;
-    if (len > s) out->push_back(Buf{const_cast<char*>(static_cast<const char*>(data)) + s, len - s});
-  };
-  add(p.header, sizeof(p.header));
-  add(p.payload.data(), p.payload.size());
-  add(p.bulk_out.data(), p.bulk_out.size());
+  const std::span<const uint8_t> payload(reinterpret_cast<const uint8_t*>(p.payload.data()),
+                                         p.payload.size());
+  net::AppendUnsent({std::span<const uint8_t>(p.header), payload, p.bulk_out}, skip, out);
 }
 
 size_t FrameSize(const PendingCall& p) { return sizeof(p.header) + p.payload.size() + p.bulk_out.size(); }

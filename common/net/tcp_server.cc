@@ -64,21 +64,10 @@ struct OutFrame {
   }
   // Appends the frame's unsent bytes to `bufs`; returns how many.
   size_t AppendUnsent(std::vector<asio::const_buffer>* bufs) const {
-    size_t skip = sent, n = 0;
-    auto add = [&](const void* p, size_t len) {
-      if (skip >= len) {
-        skip -= len;
-        return;
-      }
-      bufs->push_back(asio::buffer(static_cast<const uint8_t*>(p) + skip, len - skip));
-      n += len - skip;
-      skip = 0;
-    };
-    add(header, sizeof(header));
-    add(payload.data(), payload.size());
-    std::span<const uint8_t> b = bulk_bytes();
-    add(b.data(), b.size());
-    return n;
+    size_t skip = sent;
+    const std::span<const uint8_t> p(reinterpret_cast<const uint8_t*>(payload.data()),
+                                     payload.size());
+    return net::AppendUnsent({std::span<const uint8_t>(header), p, bulk_bytes()}, &skip, bufs);
   }
 };
 
