@@ -3,7 +3,9 @@
 #include "client/lib/io.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -19,7 +21,7 @@ namespace sfs::client {
 using Clock = std::chrono::steady_clock;
 
 struct Striper::Piece {
-  enum class Op { kRead, kWrite, kTruncate, kStat, kSync };
+  enum class Op { kRead, kWrite, kTruncate, kStat, kSync, kWriteV };
   Op op = Op::kRead;
   uint32_t ost = 0;
   uint64_t oid = 0;
@@ -35,6 +37,17 @@ struct Striper::Piece {
   bool transport_error = false;
   bool destroyed = false;  // ESTALE: the OSS destroyed the object (a stale layout)
   uint64_t blocks = 0;  // stat result
+  // kWriteV: the extents (their data back to back in `gathered`, which `out`
+  // spans), each with the batch's write pieces it carries and its status.
+  struct Extent {
+    uint64_t oid = 0;
+    uint64_t offset = 0;
+    uint64_t length = 0;
+    std::vector<size_t> members;
+    Status status;
+  };
+  std::vector<Extent> extents;
+  std::vector<uint8_t> gathered;
 };
 
 namespace {
@@ -125,8 +138,31 @@ std::string Serialize(const Piece& p, uint64_t client_id) {
     case Piece::Op::kSync:
       req.mutable_sync();
       break;
+    case Piece::Op::kWriteV:
+      for (const Piece::Extent& e : p.extents) {
+        proto::ObjExtent* x = req.mutable_write_v()->add_extents();
+        x->set_oid(e.oid);
+        x->set_offset(e.offset);
+        x->set_length(e.length);
+      }
+      break;
   }
   return req.SerializeAsString();
+}
+
+// A write_v's per-extent statuses; a reply without one per extent is taken
+// as EPROTO (the caller then sends the writes one by one).
+void DecodeWriteV(Piece& p, const proto::OssResponse& r) {
+  if (r.write_status_size() != static_cast<int>(p.extents.size())) {
+    p.status = Status(EPROTO, "write_v reply with " + std::to_string(r.write_status_size()) +
+                                  " statuses for " + std::to_string(p.extents.size()) +
+                                  " extents");
+    return;
+  }
+  for (size_t i = 0; i < p.extents.size(); ++i) {
+    const proto::Status& st = r.write_status(static_cast<int>(i));
+    p.extents[i].status = st.code() == 0 ? Status::Ok() : Status(st.code(), st.message());
+  }
 }
 
 void Decode(Piece& p, Status st, const rpc::Response& resp) {
@@ -154,6 +190,7 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
   }
   if (p.op == Piece::Op::kStat) p.blocks = r.stat().blocks();
   p.status = Status::Ok();
+  if (p.op == Piece::Op::kWriteV) DecodeWriteV(p, r);
 }
 
 // The first failing piece in order; transport trouble and stale OSTs become
@@ -171,6 +208,94 @@ Status FirstError(std::span<const Piece> pieces) {
     return Status(p.status.code(), where + ": " + p.status.message());
   }
   return Status::Ok();
+}
+
+// Write calls for a batch's write pieces (GroupWrites).
+struct GroupedWrites {
+  static constexpr size_t kVector = SIZE_MAX;
+  std::vector<Piece> calls;
+  std::vector<size_t> piece_of;  // calls[i] is pieces[piece_of[i]], or a write_v (kVector)
+};
+
+// Most extents and bytes one write_v carries (the OSS takes 4096 and 64 MiB).
+constexpr size_t kMaxVectorExtents = 1024;
+constexpr uint64_t kMaxVectorBytes = 8 << 20;
+
+// Adds write piece `index` to write_v call v: as its own extent, or as more
+// of the last one when it continues it (same object, next offset).
+void AppendExtent(Piece& v, const Piece& p, size_t index) {
+  Piece::Extent* last = v.extents.empty() ? nullptr : &v.extents.back();
+  if (last != nullptr && last->oid == p.oid && last->offset + last->length == p.offset) {
+    last->length += p.length;
+  } else {
+    v.extents.push_back(Piece::Extent{p.oid, p.offset, p.length, {}, Status::Ok()});
+    last = &v.extents.back();
+  }
+  last->members.push_back(index);
+  v.gathered.insert(v.gathered.end(), p.out.begin(), p.out.end());
+  v.length += p.length;
+}
+
+// One write_v call per OST that has two or more pieces, copying their bytes
+// into one bulk: the pieces in (object, offset) order, so that adjacent ones
+// merge (the order of arrival is not the file's: strided writers race for
+// the inode lock), cut at kMaxVectorExtents / kMaxVectorBytes. Reordering is
+// safe because no two pieces of a batch overlap (WriteBatch's REQUIRES).
+// Plain write calls for the rest and where may_vector says no.
+GroupedWrites GroupWrites(const std::vector<Piece>& pieces,
+                          const std::function<bool(uint32_t)>& may_vector) {
+  std::map<uint32_t, std::vector<size_t>> per_ost;
+  for (size_t i = 0; i < pieces.size(); ++i) per_ost[pieces[i].ost].push_back(i);
+  GroupedWrites g;
+  for (auto& [ost, members] : per_ost) {
+    if (members.size() < 2 || !may_vector(ost)) {
+      for (size_t i : members) {
+        g.calls.push_back(pieces[i]);
+        g.piece_of.push_back(i);
+      }
+      continue;
+    }
+    std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+      const Piece& x = pieces[a];
+      const Piece& y = pieces[b];
+      return std::pair(x.oid, x.offset) < std::pair(y.oid, y.offset);
+    });
+    Piece* v = nullptr;
+    for (size_t i : members) {
+      if (v == nullptr || v->extents.size() >= kMaxVectorExtents ||
+          v->length + pieces[i].length > kMaxVectorBytes) {
+        g.calls.emplace_back().op = Piece::Op::kWriteV;
+        g.calls.back().ost = ost;
+        g.piece_of.push_back(GroupedWrites::kVector);
+        v = &g.calls.back();
+      }
+      AppendExtent(*v, pieces[i], i);
+    }
+  }
+  for (Piece& c : g.calls) {
+    if (c.op == Piece::Op::kWriteV) c.out = c.gathered;
+  }
+  return g;
+}
+
+// A finished write_v's outcome on the write pieces it carried: the call's
+// own failure (unreachable, timed out, ...) on all, else each extent's status.
+void SpreadOutcome(const Piece& call, std::vector<Piece>& pieces) {
+  for (const Piece::Extent& e : call.extents) {
+    for (size_t m : e.members) {
+      Piece& p = pieces[m];
+      p.channel = call.channel;
+      if (!call.status.ok()) {
+        p.status = call.status;
+        p.transport_error = call.transport_error;
+        p.destroyed = call.destroyed;
+      } else {
+        p.status = e.status;
+        p.transport_error = false;
+        p.destroyed = e.status.code() == ESTALE;  // the store's only ESTALE
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -282,10 +407,52 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
     }
   }
   first[writes.size()] = pieces.size();
-  (void)Run(pieces);
+  RunWrites(pieces);
   const std::span<const Piece> all(pieces);
   for (size_t i = 0; i < writes.size(); ++i) {
     if (split[i]) writes[i].status = FirstError(all.subspan(first[i], first[i + 1] - first[i]));
+  }
+}
+
+void Striper::RunWrites(std::vector<Piece>& pieces) {
+  GroupedWrites g = GroupWrites(pieces, [this](uint32_t ost) { return MayVector(ost); });
+  (void)Run(g.calls);
+  std::vector<Piece> singles;  // the writes of calls refused as unknown: one by one
+  std::vector<size_t> single_of;
+  for (size_t c = 0; c < g.calls.size(); ++c) {
+    Piece& call = g.calls[c];
+    if (g.piece_of[c] != GroupedWrites::kVector) {
+      pieces[g.piece_of[c]] = std::move(call);
+    } else if (call.status.code() == EPROTO) {
+      NoteNoVector(call);
+      for (const Piece::Extent& e : call.extents) {
+        for (size_t m : e.members) {
+          singles.push_back(pieces[m]);
+          single_of.push_back(m);
+        }
+      }
+    } else {
+      SpreadOutcome(call, pieces);
+    }
+  }
+  if (singles.empty()) return;
+  (void)Run(singles);
+  for (size_t i = 0; i < singles.size(); ++i) pieces[single_of[i]] = std::move(singles[i]);
+}
+
+bool Striper::MayVector(uint32_t ost) const {
+  rpc::Channel* ch = pool_->Find(ost);
+  if (ch == nullptr) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  return !no_vector_.contains(ch->address());
+}
+
+void Striper::NoteNoVector(const Piece& call) {
+  if (call.channel == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (no_vector_.insert(call.channel->address()).second) {
+    LOG_INFO("OSS " << call.channel->address() << " refused write_v (" << call.status.ToString()
+                    << "): writing to it one call per write");
   }
 }
 

@@ -21,14 +21,17 @@
 // OSS errno (ENOSPC, EINVAL, ...) passes through. A failed Read leaves the
 // buffer's contents unspecified: the caller must not return them.
 //
-// Thread safety: a Striper is stateless apart from its collaborators and may
-// be used by many threads at once.
+// Thread safety: a Striper may be used by many threads at once; its only
+// state is the set of OSSes that refused write_v (under a mutex).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "client/lib/client.h"
@@ -60,7 +63,13 @@ class Striper {
   };
   // Does each write as Write would, with the OSS calls of all of them in
   // flight at once (one round of calls for many small writes); sets each
-  // one's status.
+  // one's status. The pieces bound for one OST go as one vectored call
+  // (OssRequest.write_v: one RPC, one bulk gathered by a copy, adjacent
+  // pieces of an object merged into one extent), each piece keeping the
+  // status of its own extent; an OSS that refuses write_v (EPROTO: one from
+  // before it existed) gets, from then on, one call per piece.
+  // REQUIRES: no two writes of the batch overlap (the OSS may apply them in
+  // any order; write-behind never has overlapping writes in flight).
   void WriteBatch(std::span<BatchWrite> writes);
   // Sets every object to the size it has in a file of `size` bytes.
   Status Truncate(const LayoutSpec& l, uint64_t size);
@@ -76,11 +85,18 @@ class Striper {
   Status Run(std::vector<Piece>& pieces);
   void StartAll(const std::vector<Piece*>& pieces, std::chrono::milliseconds timeout);
   void WaitAll(const std::vector<Piece*>& pieces);
+  // Runs write pieces, those for one OST as write_v calls (WriteBatch).
+  void RunWrites(std::vector<Piece>& pieces);
+  // False once the OSS now serving ost has refused write_v.
+  bool MayVector(uint32_t ost) const;
+  void NoteNoVector(const Piece& call);
 
   OssPool* const pool_;
   const uint64_t client_id_;
   const std::function<uint64_t()> next_xid_;
   const std::chrono::milliseconds timeout_;
+  mutable std::mutex mu_;
+  std::set<std::string> no_vector_;  // GUARDED_BY(mu_): OSS addresses that refused write_v
 };
 
 }  // namespace sfs::client

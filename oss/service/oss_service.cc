@@ -8,7 +8,10 @@
 // Servers without a pool (RDMA) use Request::bulk and Reply::bulk vectors.
 #include "oss/service/oss_service.h"
 
+#include <algorithm>
+
 #include "common/log.h"
+#include "common/rpc/bulk_crc.h"
 #include "oss.pb.h"
 
 namespace sfs::oss {
@@ -48,6 +51,82 @@ Status DoWrite(ObjectStore& store, const OssRequest& req, const rpc::Request& rr
   if (bulk.size() > OssService::kMaxIo) return Status::Errno(EINVAL, "write bulk over 64 MiB");
   return store.Write(req.oid(), req.write().offset(), bulk, req.write().sync(),
                      rreq.bulk_piece_crcs);
+}
+
+// With write_v's sync: one Sync per object an extent wrote; a failed sync
+// fails that object's extents.
+void SyncWritten(ObjectStore& store, const proto::ObjWriteVReq& wv, std::vector<Status>& results) {
+  std::vector<uint64_t> oids;
+  for (int i = 0; i < wv.extents_size(); ++i) {
+    if (results[i].ok()) oids.push_back(wv.extents(i).oid());
+  }
+  std::sort(oids.begin(), oids.end());
+  oids.erase(std::unique(oids.begin(), oids.end()), oids.end());
+  for (uint64_t oid : oids) {
+    Status st = store.Sync(oid);
+    if (st.ok()) continue;
+    for (int i = 0; i < wv.extents_size(); ++i) {
+      if (wv.extents(i).oid() == oid && results[i].ok()) results[i] = st;
+    }
+  }
+}
+
+// The piece crcs (bulk_crc.h) that cover bulk bytes [at, at + len) as whole
+// pieces of their own, or none: the extent must start on a piece boundary and
+// end on one or at the bulk's end (else its last piece holds others' bytes).
+std::span<const uint32_t> PiecesOf(const rpc::Request& rreq, uint64_t at, uint64_t len,
+                                   uint64_t bulk_size) {
+  const std::span<const uint32_t> all = rreq.bulk_piece_crcs;
+  if (all.empty() || at % rpc::kBulkCrcPiece != 0) return {};
+  if (len % rpc::kBulkCrcPiece != 0 && at + len != bulk_size) return {};
+  const size_t first = at / rpc::kBulkCrcPiece, n = rpc::BulkCrcPieces(len);
+  return first + n <= all.size() ? all.subspan(first, n) : std::span<const uint32_t>();
+}
+
+// EINVAL unless the extents are 1..kMaxWriteV non-empty writes whose lengths
+// add up to the bulk's size (at most kMaxIo).
+Status CheckExtents(const proto::ObjWriteVReq& wv, uint64_t bulk_size) {
+  const int n = wv.extents_size();
+  if (n == 0 || n > static_cast<int>(OssService::kMaxWriteV)) {
+    return Status::Errno(EINVAL, "write_v needs 1 to " + std::to_string(OssService::kMaxWriteV) +
+                                     " extents");
+  }
+  if (bulk_size > OssService::kMaxIo) return Status::Errno(EINVAL, "write bulk over 64 MiB");
+  uint64_t total = 0;
+  for (const proto::ObjExtent& e : wv.extents()) {
+    if (e.length() == 0 || e.length() > OssService::kMaxIo) {
+      return Status::Errno(EINVAL, "write_v extent of length 0 or over 64 MiB");
+    }
+    total += e.length();  // at most kMaxWriteV * kMaxIo: no overflow
+  }
+  if (total != bulk_size) return Status::Errno(EINVAL, "write_v extents do not match the bulk");
+  return Status::Ok();
+}
+
+// Each extent as its own `write` would be (a failure stops none of the others:
+// they are independent writes, maybe of other files), in order; then, with
+// sync, one sync per object written. One write_status per extent.
+Status DoWriteV(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq,
+                OssResponse* resp) {
+  const proto::ObjWriteVReq& wv = req.write_v();
+  std::span<const uint8_t> bulk = rreq.bulk_bytes();
+  SFS_RETURN_IF_ERROR(CheckExtents(wv, bulk.size()));
+  std::vector<Status> results;
+  results.reserve(wv.extents_size());
+  uint64_t at = 0;
+  for (const proto::ObjExtent& e : wv.extents()) {
+    results.push_back(store.Write(e.oid(), e.offset(), bulk.subspan(at, e.length()), false,
+                                  PiecesOf(rreq, at, e.length(), bulk.size())));
+    at += e.length();
+  }
+  if (wv.sync()) SyncWritten(store, wv, results);
+  for (const Status& st : results) {
+    proto::Status* out = resp->add_write_status();
+    out->set_code(st.code());
+    if (!st.ok()) out->set_message(st.message());
+    if (st.code() == EIO) LOG_ERROR("ost " << req.ost() << " write_v: " << st.ToString());
+  }
+  return Status::Ok();
 }
 
 Status DoStat(ObjectStore& store, const OssRequest& req, OssResponse* resp) {
@@ -100,6 +179,7 @@ Status Dispatch(ObjectStore& store, const OssRequest& req, const rpc::Request& r
     case OssRequest::kSync: return store.Sync(req.oid());
     case OssRequest::kStatfs: return DoStatfs(store, resp);
     case OssRequest::kDestroyBatch: return DoDestroyBatch(store, req, resp);
+    case OssRequest::kWriteV: return DoWriteV(store, req, rreq, resp);
     case OssRequest::OP_NOT_SET: break;
   }
   return Status::Errno(EPROTO, "request has no known op");

@@ -8,6 +8,10 @@
 //   read length or write bulk over kMaxIo, empty write   -> EINVAL
 //   destroy_batch of more than kMaxDestroyBatch oids     -> EINVAL (else OK, with
 //                                                          one destroy_status per oid)
+//   write_v with no extent, more than kMaxWriteV, an
+//   empty one, or lengths that do not add up to the bulk -> EINVAL (else OK, with
+//                                                          one write_status per extent:
+//                                                          what that write alone gets)
 //   anything the store reports (ENOSPC, EIO, EFBIG ...)  -> passed through
 // A read replies with exactly `length` bytes of bulk (zeros past the data) and
 // read_size = bytes that exist; a failed read replies with no bulk.
@@ -36,6 +40,8 @@ class OssService : public rpc::Handler {
   static constexpr uint64_t kMaxIo = 64ull << 20;
   // Most object ids in one destroy_batch (more: EINVAL).
   static constexpr uint64_t kMaxDestroyBatch = 4096;
+  // Most extents in one write_v (more: EINVAL).
+  static constexpr uint64_t kMaxWriteV = 4096;
 
   // Maps OST index -> store. REQUIRES: every store outlives this service.
   using Targets = std::unordered_map<uint32_t, ObjectStore*>;
