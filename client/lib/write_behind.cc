@@ -43,14 +43,15 @@ bool WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
   std::unique_lock<std::mutex> lock(mu_);
   // Room (a write larger than the window goes alone) and no overlap with a
   // pending write of this inode, which must land first.
-  ++waiters_;
-  done_cv_.wait(lock, [&] {
+  WaitLocked(lock, [&] {
     return (bytes_ == 0 || bytes_ + charge <= max_bytes_) && !OverlapsLocked(f->ino_, off, end);
   });
-  --waiters_;
+  const bool streaming = NoteEndLocked(f->ino_, off, end);
   if (GatherLocked(f, off, buf)) return false;
   auto job = std::make_unique<Job>();
   job->ino = f->ino_;
+  job->streaming = streaming;
+  job->born = job->touched = Clock::now();
   job->files.push_back(f);
   job->off = off;
   job->data.assign(buf.begin(), buf.end());  // the one copy: the kernel's buffer goes away
@@ -67,6 +68,24 @@ bool WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
   return true;
 }
 
+bool WriteBehindQueue::NoteEndLocked(uint64_t ino, uint64_t off, uint64_t end) {
+  if (last_end_.size() >= kMaxTracked && !last_end_.contains(ino)) last_end_.clear();
+  uint64_t& last = last_end_[ino];
+  const bool continues = last == off && off != 0;
+  last = end;
+  return continues;
+}
+
+WriteBehindQueue::Clock::time_point WriteBehindQueue::HoldEnd(const Job& j) {
+  return std::min(j.touched + kHoldIdle, j.born + kHoldMax);
+}
+
+bool WriteBehindQueue::TailHeldLocked(Clock::time_point now) const {
+  if (stop_ || waiters_ > 0 || queue_.empty()) return false;
+  const Job& j = *queue_.back();
+  return j.streaming && j.data.size() < kMaxGather && now < HoldEnd(j);
+}
+
 bool WriteBehindQueue::NeedWakeLocked() {
   if (queue_.empty() || idle_ <= wakes_) return false;
   if (queue_.size() <= static_cast<size_t>(wakes_) * kMaxBatch) return false;
@@ -76,12 +95,17 @@ bool WriteBehindQueue::NeedWakeLocked() {
 
 namespace {
 
-// The OST a write goes to if it lies within one stripe unit, else -1.
+// The OST all of a write's stripe units go to, or -1 if they go to several
+// (a file of one stripe, or of several on one OST, has one for every write).
 int64_t SingleOst(const LayoutSpec& l, uint64_t off, uint64_t len) {
   if (l.stripe_size == 0 || l.objects.empty() || len == 0) return -1;
-  const uint64_t unit = off / l.stripe_size;
-  if ((off + len - 1) / l.stripe_size != unit) return -1;
-  return l.objects[unit % l.objects.size()].ost;
+  const uint64_t n = l.objects.size();
+  const uint64_t first = off / l.stripe_size, last = (off + len - 1) / l.stripe_size;
+  const uint32_t ost = l.objects[first % n].ost;
+  for (uint64_t u = first + 1; u <= last && u < first + n; ++u) {
+    if (l.objects[u % n].ost != ost) return -1;
+  }
+  return ost;
 }
 
 }  // namespace
@@ -90,14 +114,15 @@ int64_t WriteBehindQueue::OstOf(const Job& j) {
   return SingleOst(j.files[0]->layout_, j.off, j.data.size());
 }
 
-void WriteBehindQueue::TakeLocked(std::vector<std::unique_ptr<Job>>* batch) {
+void WriteBehindQueue::TakeLocked(std::vector<std::unique_ptr<Job>>* batch, bool tail_held) {
   // The front job, and after it queued jobs for the same OST (one OSS: the
   // batch waits on one connection, whose reader completes every reply as it
-  // comes, so no reply waits behind a slow or dead OSS's).
+  // comes, so no reply waits behind a slow or dead OSS's); never a held tail.
   const int64_t ost = OstOf(*queue_.front());
+  const size_t takeable = queue_.size() - (tail_held ? 1 : 0);
   uint64_t bytes = 0;
   size_t keep = 0, i = 0;
-  for (; i < queue_.size() && i < kMaxScan && batch->size() < kMaxBatch; ++i) {
+  for (; i < takeable && i < kMaxScan && batch->size() < kMaxBatch; ++i) {
     std::unique_ptr<Job>& j = queue_[i];
     const bool take = i == 0 || (ost >= 0 && OstOf(*j) == ost &&
                                  bytes + j->data.size() <= kMaxGather);
@@ -131,6 +156,7 @@ bool WriteBehindQueue::GatherLocked(const std::shared_ptr<File>& f, uint64_t off
     last.files.push_back(f);
   }
   pending_[last.ino].by_off[last.off] = off + buf.size();
+  last.touched = Clock::now();
   last.charged += buf.size();
   bytes_ += buf.size();
   return true;
@@ -139,11 +165,18 @@ bool WriteBehindQueue::GatherLocked(const std::shared_ptr<File>& f, uint64_t off
 void WriteBehindQueue::WaitIno(uint64_t ino) {
   std::unique_lock<std::mutex> lock(mu_);
   const uint64_t target = next_seq_;  // every seq below was submitted before this call
-  ++waiters_;
-  done_cv_.wait(lock, [&] {
+  WaitLocked(lock, [&] {
     auto it = pending_.find(ino);
     return it == pending_.end() || it->second.by_seq.begin()->first >= target;
   });
+}
+
+void WriteBehindQueue::WaitLocked(std::unique_lock<std::mutex>& lock,
+                                  const std::function<bool()>& ready) {
+  if (ready()) return;
+  ++waiters_;  // no job is held from now on: have a worker send a held one
+  if (!queue_.empty()) work_cv_.notify_one();
+  done_cv_.wait(lock, ready);
   --waiters_;
 }
 
@@ -158,14 +191,22 @@ void WriteBehindQueue::Work() {
     bool wake = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      while (!stop_ && queue_.empty()) {
+      bool held = false;
+      for (;;) {
+        if (queue_.empty() && stop_) return;  // nothing left to send
+        held = TailHeldLocked(Clock::now());
+        if (queue_.size() > (held ? 1u : 0u)) break;
+        // Nothing queued, or only a held job: wait for work, or for its hold to end.
         ++idle_;
-        work_cv_.wait(lock);
+        if (queue_.empty()) {
+          work_cv_.wait(lock);
+        } else {
+          work_cv_.wait_until(lock, HoldEnd(*queue_.back()));
+        }
         --idle_;
         if (wakes_ > 0) --wakes_;
       }
-      if (queue_.empty()) return;  // stop_, and nothing left to send
-      TakeLocked(&batch);
+      TakeLocked(&batch, held);
       wake = NeedWakeLocked();  // more queued than this batch: another worker
     }
     if (wake) work_cv_.notify_one();

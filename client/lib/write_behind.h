@@ -18,11 +18,22 @@
 //
 // Batches: a woken worker takes the front job and up to kMaxBatch - 1 more
 // queued jobs for the same OST (at most kMaxGather bytes) and sends them as
-// one round of OSS calls (Striper::WriteBatch), so many small writes cost one
-// worker wake-up and one wait. One OST per batch: a batch that meets a slow
+// one vectored OSS call (Striper::WriteBatch: OssRequest.write_v, adjacent
+// writes merged), so many small writes cost one worker wake-up, one RPC and
+// one wait. One OST per batch: a batch that meets a slow
 // or dead OSS holds back no other OSS's writes (and their replies are never
 // left unread while the worker waits on that OSS). Submit wakes a worker only when no woken worker is yet to take the
 // queue, or when the queue holds more than those can take.
+//
+// Holding a stream's tail: a job that continues the inode's previous write
+// (a sequential or strided stream, as IOR's N-to-1 tasks make: the kernel
+// passes their writes one at a time) is not sent while it is the last job
+// queued, under kMaxGather bytes, and less than kHoldIdle since it last grew
+// (kHoldMax since it began), unless someone waits (a barrier, a writer
+// waiting for room or behind an overlap) or the queue stops: the next writes
+// are gathered into it, so the OSS gets one large write instead of one per
+// write(2). Without it an idle worker took each job as soon as it was
+// queued. Random writes never continue the previous one and are not held.
 //
 // Order: a write that overlaps a pending write of the same inode waits until
 // that one has finished, so a later write to the same bytes always lands
@@ -34,7 +45,9 @@
 // Thread-safe. The destructor finishes every queued job before it returns.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -82,6 +95,13 @@ class WriteBehindQueue {
   // Most jobs a worker takes at once, and how far down the queue it looks.
   static constexpr size_t kMaxBatch = 32;
   static constexpr size_t kMaxScan = 256;
+  // How long a stream's tail is held (see Holding): since it last grew, and
+  // at most since it began.
+  static constexpr std::chrono::microseconds kHoldIdle{1000};
+  static constexpr std::chrono::milliseconds kHoldMax{20};
+  // Inodes whose last write end is remembered (then the memory starts over).
+  static constexpr size_t kMaxTracked = 4096;
+  using Clock = std::chrono::steady_clock;
 
   struct Job {
     uint64_t ino = 0;
@@ -92,6 +112,8 @@ class WriteBehindQueue {
     uint64_t off = 0;
     std::vector<uint8_t> data;
     uint64_t charged = 0;  // what it holds of bytes_
+    bool streaming = false;  // began where the inode's previous write ended
+    Clock::time_point born, touched;  // queued, last gathered into
   };
   // An inode's pending writes: disjoint ranges (an overlapping write waits),
   // so the overlap check is two lookups in by_off.
@@ -106,11 +128,22 @@ class WriteBehindQueue {
   // True iff a worker should be woken for what is queued now; if so, counts
   // the wake-up as owed to the queue. REQUIRES: mu_ held.
   bool NeedWakeLocked();
-  // The OST a job's bytes all go to, or -1 if they span several objects.
+  // The OST all of a job's bytes go to, or -1 if they go to several.
   static int64_t OstOf(const Job& j);
   // Moves the front job into batch, and after it up to kMaxBatch - 1 more
-  // queued jobs for the same OST (none if it spans objects). REQUIRES: mu_ held.
-  void TakeLocked(std::vector<std::unique_ptr<Job>>* batch);
+  // queued jobs for the same OST (none if it spans OSTs), leaving the last
+  // job if tail_held. REQUIRES: mu_ held; a job to take.
+  void TakeLocked(std::vector<std::unique_ptr<Job>>* batch, bool tail_held);
+  // Records [off, end) as ino's latest write; true iff it starts where the
+  // previous one ended. REQUIRES: mu_ held.
+  bool NoteEndLocked(uint64_t ino, uint64_t off, uint64_t end);
+  // When a job's hold ends (see Holding).
+  static Clock::time_point HoldEnd(const Job& j);
+  // True iff the last queued job is held now. REQUIRES: mu_ held.
+  bool TailHeldLocked(Clock::time_point now) const;
+  // Waits on done_cv_ until ready(), counted in waiters_ (which ends any
+  // hold). REQUIRES: lock holds mu_.
+  void WaitLocked(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready);
   void Work();
   void Send(std::vector<std::unique_ptr<Job>>& batch);
   void Finish(const Job& j);
@@ -127,6 +160,7 @@ class WriteBehindQueue {
   int idle_ = 0;            // GUARDED_BY(mu_): workers waiting on work_cv_
   int wakes_ = 0;           // GUARDED_BY(mu_): workers notified, not yet awake
   uint64_t next_seq_ = 1;   // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, uint64_t> last_end_;  // GUARDED_BY(mu_): ino -> end of last write
   uint64_t bytes_ = 0;      // GUARDED_BY(mu_)
   bool stop_ = false;       // GUARDED_BY(mu_)
   std::vector<std::thread> workers_;

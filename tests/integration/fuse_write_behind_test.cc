@@ -235,6 +235,41 @@ TEST_F(FuseWriteBehindTest, ScatteredSmallWritesToManyFilesAtOnceLandInTheirOwnF
   }
 }
 
+// The tail of a sequential stream is held back for more writes to gather
+// into it (write_behind.h, "Holding"), but only briefly: writes left on an
+// open handle, with no close, fsync or read to wait for them, reach the
+// OSSes' object files on their own.
+TEST_F(FuseWriteBehindTest, AStreamLeftOpenReachesTheOssesWithoutACloseOrFsync) {
+  MountAll(1);
+  std::mt19937_64 rng(PerTestSeed());
+  auto bytes = RandomBytes(rng, 100000);
+  const std::string data(bytes.begin(), bytes.end());
+  const std::string path = mnt_[0] + "/d/s";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  auto attr = client_->ResolvePath(kRoot, "/d/s");
+  ASSERT_TRUE(attr.ok());
+  auto layout = client_->GetLayout(kRoot, attr->ino);
+  ASSERT_TRUE(layout.ok() && layout->objects.size() == 2u);
+  std::vector<size_t> order((data.size() + 9999) / 10000);
+  std::iota(order.begin(), order.end(), 0);
+  WritePieces(fd, data, 10000, order);  // each continues the last: a stream
+  // Object 0 holds file bytes [0, 64 KiB), object 1 the rest.
+  const std::string want[2] = {data.substr(0, kStripe), data.substr(kStripe)};
+  std::string obj[2];
+  bool landed = PollUntil(
+      [&] {
+        for (int i = 0; i < 2; ++i) {
+          const auto& o = layout->objects[i];
+          if (!ReadFile(cluster().ObjectPath(*client_, o.ost, o.oid), &obj[i])) return false;
+        }
+        return obj[0] == want[0] && obj[1] == want[1];
+      },
+      std::chrono::seconds(10));
+  EXPECT_TRUE(landed) << "object sizes " << obj[0].size() << ", " << obj[1].size();
+  ASSERT_EQ(close(fd), 0) << strerror(errno);
+}
+
 // Writes to the stripes of a killed OSS are acknowledged, then fail in the
 // background: a later write on that handle (to a live stripe, which a
 // synchronous write would complete), its close and another handle's fsync
