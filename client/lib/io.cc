@@ -43,6 +43,7 @@ struct Striper::Piece {
     uint64_t oid = 0;
     uint64_t offset = 0;
     uint64_t length = 0;
+    uint64_t skip = 0;  // padding before its data in `gathered`
     std::vector<size_t> members;
     Status status;
   };
@@ -144,6 +145,7 @@ std::string Serialize(const Piece& p, uint64_t client_id) {
         x->set_oid(e.oid);
         x->set_offset(e.offset);
         x->set_length(e.length);
+        x->set_skip(static_cast<uint32_t>(e.skip));
       }
       break;
   }
@@ -220,6 +222,15 @@ struct GroupedWrites {
 // Most extents and bytes one write_v carries (the OSS takes 4096 and 64 MiB).
 constexpr size_t kMaxVectorExtents = 1024;
 constexpr uint64_t kMaxVectorBytes = 8 << 20;
+// The OSS's page size for O_DIRECT, and the smallest write it sends that way
+// (oss/store/direct_io.h): an extent that starts with a piece this large is
+// padded so its bytes lie in the bulk's pages as in the object's.
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kAlignFrom = 64 * 1024;
+
+// True iff p is worth a write_v of its own: large enough to go O_DIRECT on
+// the OSS but at an unaligned offset, which only a padded extent lines up.
+bool NeedsPadding(const Piece& p) { return p.length >= kAlignFrom && p.offset % kPage != 0; }
 
 // Adds write piece `index` to write_v call v: as its own extent, or as more
 // of the last one when it continues it (same object, next offset).
@@ -228,7 +239,10 @@ void AppendExtent(Piece& v, const Piece& p, size_t index) {
   if (last != nullptr && last->oid == p.oid && last->offset + last->length == p.offset) {
     last->length += p.length;
   } else {
-    v.extents.push_back(Piece::Extent{p.oid, p.offset, p.length, {}, Status::Ok()});
+    const uint64_t skip =
+        p.length >= kAlignFrom ? (p.offset + kPage - v.gathered.size() % kPage) % kPage : 0;
+    v.extents.push_back(Piece::Extent{p.oid, p.offset, p.length, skip, {}, Status::Ok()});
+    v.gathered.resize(v.gathered.size() + skip);
     last = &v.extents.back();
   }
   last->members.push_back(index);
@@ -236,10 +250,11 @@ void AppendExtent(Piece& v, const Piece& p, size_t index) {
   v.length += p.length;
 }
 
-// One write_v call per OST that has two or more pieces, copying their bytes
-// into one bulk: the pieces in (object, offset) order, so that adjacent ones
-// merge (the order of arrival is not the file's: strided writers race for
-// the inode lock), cut at kMaxVectorExtents / kMaxVectorBytes. Reordering is
+// One write_v call per OST that has two or more pieces (or one that
+// NeedsPadding), copying their bytes into one bulk (large extents padded to
+// line up with the object's pages): the pieces in (object, offset) order, so
+// that adjacent ones merge (the order of arrival is not the file's: strided
+// writers race for the inode lock), cut at kMaxVectorExtents / kMaxVectorBytes. Reordering is
 // safe because no two pieces of a batch overlap (WriteBatch's REQUIRES).
 // Plain write calls for the rest and where may_vector says no.
 GroupedWrites GroupWrites(const std::vector<Piece>& pieces,
@@ -248,7 +263,8 @@ GroupedWrites GroupWrites(const std::vector<Piece>& pieces,
   for (size_t i = 0; i < pieces.size(); ++i) per_ost[pieces[i].ost].push_back(i);
   GroupedWrites g;
   for (auto& [ost, members] : per_ost) {
-    if (members.size() < 2 || !may_vector(ost)) {
+    const bool worth = members.size() > 1 || NeedsPadding(pieces[members[0]]);
+    if (!worth || !may_vector(ost)) {
       for (size_t i : members) {
         g.calls.push_back(pieces[i]);
         g.piece_of.push_back(i);

@@ -47,22 +47,31 @@ bool WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
     return (bytes_ == 0 || bytes_ + charge <= max_bytes_) && !OverlapsLocked(f->ino_, off, end);
   });
   const bool streaming = NoteEndLocked(f->ino_, off, end);
-  if (GatherLocked(f, off, buf)) return false;
+  last_submit_ = Clock::now();
+  if (GatherLocked(f, off, buf)) return WakeAfterSubmitLocked(lock, defer_wake);
   auto job = std::make_unique<Job>();
   job->ino = f->ino_;
   job->streaming = streaming;
-  job->born = job->touched = Clock::now();
+  job->born = last_submit_;
   job->files.push_back(f);
   job->off = off;
   job->data.assign(buf.begin(), buf.end());  // the one copy: the kernel's buffer goes away
   job->seq = next_seq_++;
   job->charged = charge;
   bytes_ += charge;
+  queued_bytes_ += len;
   InoPending& p = pending_[f->ino_];
   p.by_seq.emplace(job->seq, off);
   p.by_off.emplace(off, end);
   queue_.push_back(std::move(job));
-  if (!NeedWakeLocked()) return false;
+  return WakeAfterSubmitLocked(lock, defer_wake);
+}
+
+bool WriteBehindQueue::WakeAfterSubmitLocked(std::unique_lock<std::mutex>& lock,
+                                             bool defer_wake) {
+  // While held, one worker in a timed wait is all the queue needs.
+  const bool wake = HeldLocked(Clock::now()) ? timers_ == 0 && idle_ > 0 : NeedWakeLocked();
+  if (!wake) return false;
   lock.unlock();
   if (!defer_wake) work_cv_.notify_one();
   return true;
@@ -70,20 +79,19 @@ bool WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
 
 bool WriteBehindQueue::NoteEndLocked(uint64_t ino, uint64_t off, uint64_t end) {
   if (last_end_.size() >= kMaxTracked && !last_end_.contains(ino)) last_end_.clear();
-  uint64_t& last = last_end_[ino];
-  const bool continues = last == off && off != 0;
-  last = end;
-  return continues;
+  auto [it, first] = last_end_.try_emplace(ino, end);
+  const uint64_t last = it->second;
+  it->second = end;
+  return !first && off + kMaxGather >= last && off <= last + kMaxGather;
 }
 
-WriteBehindQueue::Clock::time_point WriteBehindQueue::HoldEnd(const Job& j) {
-  return std::min(j.touched + kHoldIdle, j.born + kHoldMax);
+WriteBehindQueue::Clock::time_point WriteBehindQueue::HoldEndLocked() const {
+  return std::min(last_submit_ + kHoldIdle, queue_.front()->born + kHoldMax);
 }
 
-bool WriteBehindQueue::TailHeldLocked(Clock::time_point now) const {
-  if (stop_ || waiters_ > 0 || queue_.empty()) return false;
-  const Job& j = *queue_.back();
-  return j.streaming && j.data.size() < kMaxGather && now < HoldEnd(j);
+bool WriteBehindQueue::HeldLocked(Clock::time_point now) const {
+  if (stop_ || waiters_ > 0 || queue_.empty() || !queue_.front()->streaming) return false;
+  return queued_bytes_ < kMaxGather && now < HoldEndLocked();
 }
 
 bool WriteBehindQueue::NeedWakeLocked() {
@@ -114,20 +122,20 @@ int64_t WriteBehindQueue::OstOf(const Job& j) {
   return SingleOst(j.files[0]->layout_, j.off, j.data.size());
 }
 
-void WriteBehindQueue::TakeLocked(std::vector<std::unique_ptr<Job>>* batch, bool tail_held) {
+void WriteBehindQueue::TakeLocked(std::vector<std::unique_ptr<Job>>* batch) {
   // The front job, and after it queued jobs for the same OST (one OSS: the
   // batch waits on one connection, whose reader completes every reply as it
-  // comes, so no reply waits behind a slow or dead OSS's); never a held tail.
+  // comes, so no reply waits behind a slow or dead OSS's).
   const int64_t ost = OstOf(*queue_.front());
-  const size_t takeable = queue_.size() - (tail_held ? 1 : 0);
   uint64_t bytes = 0;
   size_t keep = 0, i = 0;
-  for (; i < takeable && i < kMaxScan && batch->size() < kMaxBatch; ++i) {
+  for (; i < queue_.size() && i < kMaxScan && batch->size() < kMaxBatch; ++i) {
     std::unique_ptr<Job>& j = queue_[i];
     const bool take = i == 0 || (ost >= 0 && OstOf(*j) == ost &&
                                  bytes + j->data.size() <= kMaxGather);
     if (take) {
       bytes += j->data.size();
+      queued_bytes_ -= j->data.size();
       batch->push_back(std::move(j));
     } else {
       if (keep != i) queue_[keep] = std::move(j);
@@ -156,7 +164,7 @@ bool WriteBehindQueue::GatherLocked(const std::shared_ptr<File>& f, uint64_t off
     last.files.push_back(f);
   }
   pending_[last.ino].by_off[last.off] = off + buf.size();
-  last.touched = Clock::now();
+  queued_bytes_ += buf.size();
   last.charged += buf.size();
   bytes_ += buf.size();
   return true;
@@ -191,22 +199,23 @@ void WriteBehindQueue::Work() {
     bool wake = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      bool held = false;
       for (;;) {
         if (queue_.empty() && stop_) return;  // nothing left to send
-        held = TailHeldLocked(Clock::now());
-        if (queue_.size() > (held ? 1u : 0u)) break;
-        // Nothing queued, or only a held job: wait for work, or for its hold to end.
+        const bool held = HeldLocked(Clock::now());
+        if (!queue_.empty() && !held) break;
+        // Nothing queued, or a held queue: wait for work, or for the hold to end.
         ++idle_;
-        if (queue_.empty()) {
+        if (!held) {
           work_cv_.wait(lock);
         } else {
-          work_cv_.wait_until(lock, HoldEnd(*queue_.back()));
+          ++timers_;
+          work_cv_.wait_until(lock, HoldEndLocked());
+          --timers_;
         }
         --idle_;
         if (wakes_ > 0) --wakes_;
       }
-      TakeLocked(&batch, held);
+      TakeLocked(&batch);
       wake = NeedWakeLocked();  // more queued than this batch: another worker
     }
     if (wake) work_cv_.notify_one();

@@ -25,15 +25,17 @@
 // left unread while the worker waits on that OSS). Submit wakes a worker only when no woken worker is yet to take the
 // queue, or when the queue holds more than those can take.
 //
-// Holding a stream's tail: a job that continues the inode's previous write
-// (a sequential or strided stream, as IOR's N-to-1 tasks make: the kernel
-// passes their writes one at a time) is not sent while it is the last job
-// queued, under kMaxGather bytes, and less than kHoldIdle since it last grew
-// (kHoldMax since it began), unless someone waits (a barrier, a writer
-// waiting for room or behind an overlap) or the queue stops: the next writes
-// are gathered into it, so the OSS gets one large write instead of one per
-// write(2). Without it an idle worker took each job as soon as it was
-// queued. Random writes never continue the previous one and are not held.
+// Holding a stream: a job that lands within kMaxGather bytes of the inode's
+// previous write (a sequential or strided stream, as IOR's N-to-1 tasks make:
+// the kernel passes their writes one at a time, in no fixed order) is
+// "streaming". While the front job is streaming, the queue holds fewer than
+// kMaxGather bytes, the last write came less than kHoldIdle ago and the front
+// job is younger than kHoldMax, no worker takes anything (unless someone
+// waits: a barrier, a writer waiting for room or behind an overlap, or the
+// queue stops): the next writes queue up behind it, and the batch that
+// follows goes out as one write_v whose adjacent extents the Striper merges,
+// ~1 MiB instead of one OSS write per write(2). Without it an idle worker
+// took each job as soon as it was queued. Random writes are not streaming.
 //
 // Order: a write that overlaps a pending write of the same inode waits until
 // that one has finished, so a later write to the same bytes always lands
@@ -95,8 +97,8 @@ class WriteBehindQueue {
   // Most jobs a worker takes at once, and how far down the queue it looks.
   static constexpr size_t kMaxBatch = 32;
   static constexpr size_t kMaxScan = 256;
-  // How long a stream's tail is held (see Holding): since it last grew, and
-  // at most since it began.
+  // How long a stream is held (see Holding): since the last write, and at
+  // most since its front job was queued.
   static constexpr std::chrono::microseconds kHoldIdle{1000};
   static constexpr std::chrono::milliseconds kHoldMax{20};
   // Inodes whose last write end is remembered (then the memory starts over).
@@ -112,8 +114,8 @@ class WriteBehindQueue {
     uint64_t off = 0;
     std::vector<uint8_t> data;
     uint64_t charged = 0;  // what it holds of bytes_
-    bool streaming = false;  // began where the inode's previous write ended
-    Clock::time_point born, touched;  // queued, last gathered into
+    bool streaming = false;  // within kMaxGather of the inode's previous write
+    Clock::time_point born;  // when queued
   };
   // An inode's pending writes: disjoint ranges (an overlapping write waits),
   // so the overlap check is two lookups in by_off.
@@ -131,16 +133,19 @@ class WriteBehindQueue {
   // The OST all of a job's bytes go to, or -1 if they go to several.
   static int64_t OstOf(const Job& j);
   // Moves the front job into batch, and after it up to kMaxBatch - 1 more
-  // queued jobs for the same OST (none if it spans OSTs), leaving the last
-  // job if tail_held. REQUIRES: mu_ held; a job to take.
-  void TakeLocked(std::vector<std::unique_ptr<Job>>* batch, bool tail_held);
-  // Records [off, end) as ino's latest write; true iff it starts where the
-  // previous one ended. REQUIRES: mu_ held.
+  // queued jobs for the same OST (none if it spans OSTs). REQUIRES: mu_
+  // held; a job queued.
+  void TakeLocked(std::vector<std::unique_ptr<Job>>* batch);
+  // Records [off, end) as ino's latest write; true iff it lies within
+  // kMaxGather of the previous one (a stream). REQUIRES: mu_ held.
   bool NoteEndLocked(uint64_t ino, uint64_t off, uint64_t end);
-  // When a job's hold ends (see Holding).
-  static Clock::time_point HoldEnd(const Job& j);
-  // True iff the last queued job is held now. REQUIRES: mu_ held.
-  bool TailHeldLocked(Clock::time_point now) const;
+  // When the current hold ends (see Holding). REQUIRES: mu_ held; a job queued.
+  Clock::time_point HoldEndLocked() const;
+  // True iff the queue is held now. REQUIRES: mu_ held.
+  bool HeldLocked(Clock::time_point now) const;
+  // After a write was queued: wakes a worker if the queue needs one (see
+  // Submit's return). REQUIRES: lock holds mu_ (released if it returns true).
+  bool WakeAfterSubmitLocked(std::unique_lock<std::mutex>& lock, bool defer_wake);
   // Waits on done_cv_ until ready(), counted in waiters_ (which ends any
   // hold). REQUIRES: lock holds mu_.
   void WaitLocked(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready);
@@ -161,6 +166,9 @@ class WriteBehindQueue {
   int wakes_ = 0;           // GUARDED_BY(mu_): workers notified, not yet awake
   uint64_t next_seq_ = 1;   // GUARDED_BY(mu_)
   std::unordered_map<uint64_t, uint64_t> last_end_;  // GUARDED_BY(mu_): ino -> end of last write
+  uint64_t queued_bytes_ = 0;  // GUARDED_BY(mu_): data of the jobs in queue_
+  int timers_ = 0;             // GUARDED_BY(mu_): idle workers waiting for a hold to end
+  Clock::time_point last_submit_;  // GUARDED_BY(mu_)
   uint64_t bytes_ = 0;      // GUARDED_BY(mu_)
   bool stop_ = false;       // GUARDED_BY(mu_)
   std::vector<std::thread> workers_;

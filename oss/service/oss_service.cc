@@ -84,7 +84,7 @@ std::span<const uint32_t> PiecesOf(const rpc::Request& rreq, uint64_t at, uint64
 }
 
 // EINVAL unless the extents are 1..kMaxWriteV non-empty writes whose lengths
-// add up to the bulk's size (at most kMaxIo).
+// and skips (each under a 4 KiB page) add up to the bulk's size (at most kMaxIo).
 Status CheckExtents(const proto::ObjWriteVReq& wv, uint64_t bulk_size) {
   const int n = wv.extents_size();
   if (n == 0 || n > static_cast<int>(OssService::kMaxWriteV)) {
@@ -94,10 +94,10 @@ Status CheckExtents(const proto::ObjWriteVReq& wv, uint64_t bulk_size) {
   if (bulk_size > OssService::kMaxIo) return Status::Errno(EINVAL, "write bulk over 64 MiB");
   uint64_t total = 0;
   for (const proto::ObjExtent& e : wv.extents()) {
-    if (e.length() == 0 || e.length() > OssService::kMaxIo) {
-      return Status::Errno(EINVAL, "write_v extent of length 0 or over 64 MiB");
+    if (e.length() == 0 || e.length() > OssService::kMaxIo || e.skip() >= rpc::kBulkCrcPiece) {
+      return Status::Errno(EINVAL, "write_v extent of length 0 or over 64 MiB, or skip over 4095");
     }
-    total += e.length();  // at most kMaxWriteV * kMaxIo: no overflow
+    total += e.skip() + e.length();  // at most kMaxWriteV * (kMaxIo + 4 KiB): no overflow
   }
   if (total != bulk_size) return Status::Errno(EINVAL, "write_v extents do not match the bulk");
   return Status::Ok();
@@ -115,6 +115,7 @@ Status DoWriteV(ObjectStore& store, const OssRequest& req, const rpc::Request& r
   results.reserve(wv.extents_size());
   uint64_t at = 0;
   for (const proto::ObjExtent& e : wv.extents()) {
+    at += e.skip();
     results.push_back(store.Write(e.oid(), e.offset(), bulk.subspan(at, e.length()), false,
                                   PiecesOf(rreq, at, e.length(), bulk.size())));
     at += e.length();

@@ -28,6 +28,7 @@ struct Ext {
   uint64_t oid;
   uint64_t off;
   Bytes data;
+  uint32_t skip = 0;  // padding bytes (0xee) before data in the bulk
 };
 
 Bytes Random(size_t n, std::mt19937& rng) {
@@ -60,6 +61,8 @@ class WriteVTest : public ::testing::Test {
       x->set_oid(e.oid);
       x->set_offset(e.off);
       x->set_length(e.data.size());
+      x->set_skip(e.skip);
+      r.bulk.insert(r.bulk.end(), e.skip, 0xee);
       r.bulk.insert(r.bulk.end(), e.data.begin(), e.data.end());
     }
     if (with_pieces) r.bulk_piece_crcs = rpc::PieceCrcs(r.bulk);
@@ -141,6 +144,25 @@ TEST_F(WriteVTest, WithoutPieceCrcsAndWithSyncTheDataAndSidecarAreTheSame) {
   EXPECT_EQ(ReadBack(2, a.size()), a);
   Bytes got = ReadBack(3, 777 + b.size());
   EXPECT_EQ(Bytes(got.begin() + 777, got.end()), b);
+}
+
+// Padding lines a large extent up with the object's pages (the client's way
+// to let the OSS write it O_DIRECT); the skipped bytes are never written.
+TEST_F(WriteVTest, SkippedPaddingIsNotWrittenAndPaddedExtentsLandInPlace) {
+  std::mt19937 rng(11);
+  Bytes big = Random(200 * 1024, rng), small = Random(300, rng);
+  const uint64_t off = 3 * 4096 + 100;
+  OssResponse resp = WriteV({{40, off, big, 100}, {40, 0, small, 7}, {41, 5, small, 4095}});
+  ASSERT_EQ(resp.status().code(), 0) << resp.status().message();
+  EXPECT_EQ(Codes(resp), (std::vector<int>{0, 0, 0}));
+  Bytes want(off + big.size(), 0);
+  std::copy(big.begin(), big.end(), want.begin() + off);
+  std::copy(small.begin(), small.end(), want.begin());
+  EXPECT_EQ(ReadBack(40, want.size()), want);
+  Bytes want41(5, 0);
+  want41.insert(want41.end(), small.begin(), small.end());
+  EXPECT_EQ(ReadBack(41, want41.size()), want41);
+  EXPECT_EQ(WriteV({{42, 0, small, 4096}}).status().code(), EINVAL) << "skip of a whole page";
 }
 
 TEST_F(WriteVTest, AnExtentOnADestroyedObjectIsEstaleAndTheOthersLand) {
