@@ -2,7 +2,7 @@
 // (also when callers send for each other and the socket fills, and when the
 // server answers on its I/O thread), deadlines
 // (also for a frame stuck half-sent), reconnect after a server restart, and
-// garbage input.
+// garbage input; each connection read by one I/O thread.
 #include "common/rpc/rpc.h"
 #include "common/rpc/testing/echo_handler.h"
 
@@ -14,7 +14,10 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -451,6 +454,56 @@ TEST(RpcInlineTest, RepliesGivenOnTheIoThreadAndByWorkersAllArriveIntact) {
   EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(handler.calls.load(), 64);
   chan.reset();
+  io.reset();
+  (*server)->Stop();
+}
+
+// Notes which I/O thread reads each connection's requests (TryHandleInline
+// runs there) and leaves every request to a worker.
+class ThreadNotingHandler : public EchoHandler {
+ public:
+  bool TryHandleInline(Request& req, ReplyFn& /*done*/) override {
+    std::lock_guard<std::mutex> l(mu);
+    threads[req.peer].insert(std::this_thread::get_id());
+    return false;
+  }
+  std::mutex mu;
+  std::map<std::string, std::set<std::thread::id>> threads;  // GUARDED_BY(mu)
+};
+
+TEST(RpcIoThreadTest, EachConnectionIsReadByOneIoThreadAndTwoConnectionsByTwo) {
+  ThreadNotingHandler handler;
+  ServerOptions opts;
+  opts.io_threads = 2;
+  auto server = StartTcpServer(opts, &handler);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const std::string addr = "127.0.0.1:" + std::to_string((*server)->port());
+  auto io = IoContext::Create(1);
+  std::vector<std::unique_ptr<Channel>> chans;
+  for (int c = 0; c < 2; ++c) chans.push_back(io->MakeTcpChannel(addr));
+  std::vector<std::thread> callers;
+  std::atomic<int> bad{0};
+  for (int c = 0; c < 2; ++c) {
+    callers.emplace_back([&, c] {
+      for (int i = 0; i < 200; ++i) {
+        std::string payload = std::to_string(c) + "." + std::to_string(i);
+        Response r;
+        Status st = chans[c]->Call(kServiceMds, payload, {}, {}, &r);
+        if (!st.ok() || r.payload != "re:" + payload) bad++;
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  std::lock_guard<std::mutex> l(handler.mu);
+  ASSERT_EQ(handler.threads.size(), 2u);
+  std::set<std::thread::id> all;
+  for (const auto& [peer, ids] : handler.threads) {
+    EXPECT_EQ(ids.size(), 1u) << peer << " was read by " << ids.size() << " I/O threads";
+    all.insert(ids.begin(), ids.end());
+  }
+  EXPECT_EQ(all.size(), 2u);
+  chans.clear();
   io.reset();
   (*server)->Stop();
 }
