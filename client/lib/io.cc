@@ -222,11 +222,17 @@ struct GroupedWrites {
 // Most extents and bytes one write_v carries (the OSS takes 4096 and 64 MiB).
 constexpr size_t kMaxVectorExtents = 1024;
 constexpr uint64_t kMaxVectorBytes = 8 << 20;
-// The OSS's page size for O_DIRECT, and the smallest write it sends that way
-// (oss/store/direct_io.h): an extent that starts with a piece this large is
-// padded so its bytes lie in the bulk's pages as in the object's.
+// The OSS's page (and crc chunk) size, and the smallest write it sends
+// O_DIRECT (oss/store/direct_io.h).
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kAlignFrom = 64 * 1024;
+
+// True iff p covers an object page whole: padded to line up with the
+// object's pages, its bytes let the OSS take that page's crc from the bulk's
+// piece crcs (one crc pass) and, when large, write it O_DIRECT.
+bool WorthPadding(const Piece& p) {
+  return (p.offset + kPage - 1) / kPage * kPage + kPage <= p.offset + p.length;
+}
 
 // True iff p is worth a write_v of its own: large enough to go O_DIRECT on
 // the OSS but at an unaligned offset, which only a padded extent lines up.
@@ -240,7 +246,7 @@ void AppendExtent(Piece& v, const Piece& p, size_t index) {
     last->length += p.length;
   } else {
     const uint64_t skip =
-        p.length >= kAlignFrom ? (p.offset + kPage - v.gathered.size() % kPage) % kPage : 0;
+        WorthPadding(p) ? (p.offset + kPage - v.gathered.size() % kPage) % kPage : 0;
     v.extents.push_back(Piece::Extent{p.oid, p.offset, p.length, skip, {}, Status::Ok()});
     v.gathered.resize(v.gathered.size() + skip);
     last = &v.extents.back();
@@ -251,12 +257,13 @@ void AppendExtent(Piece& v, const Piece& p, size_t index) {
 }
 
 // One write_v call per OST that has two or more pieces (or one that
-// NeedsPadding), copying their bytes into one bulk (large extents padded to
-// line up with the object's pages): the pieces in (object, offset) order, so
-// that adjacent ones merge (the order of arrival is not the file's: strided
-// writers race for the inode lock), cut at kMaxVectorExtents / kMaxVectorBytes. Reordering is
-// safe because no two pieces of a batch overlap (WriteBatch's REQUIRES).
-// Plain write calls for the rest and where may_vector says no.
+// NeedsPadding), copying their bytes into one bulk (an extent that covers a
+// page whole padded to line up with the object's pages): the pieces in
+// (object, offset) order, so that adjacent ones merge (the order of arrival is
+// not the file's: strided writers race for the inode lock), cut at
+// kMaxVectorExtents / kMaxVectorBytes. Reordering is safe because no two
+// pieces of a batch overlap (WriteBatch's REQUIRES). Plain write calls for
+// the rest and where may_vector says no.
 GroupedWrites GroupWrites(const std::vector<Piece>& pieces,
                           const std::function<bool(uint32_t)>& may_vector) {
   std::map<uint32_t, std::vector<size_t>> per_ost;

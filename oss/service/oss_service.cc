@@ -49,8 +49,11 @@ Status DoWrite(ObjectStore& store, const OssRequest& req, const rpc::Request& rr
   std::span<const uint8_t> bulk = rreq.bulk_bytes();
   if (bulk.empty()) return Status::Errno(EINVAL, "write without bulk data");
   if (bulk.size() > OssService::kMaxIo) return Status::Errno(EINVAL, "write bulk over 64 MiB");
-  return store.Write(req.oid(), req.write().offset(), bulk, req.write().sync(),
-                     rreq.bulk_piece_crcs);
+  // The bulk's pieces are the object's chunks only at an aligned offset.
+  const uint64_t off = req.write().offset();
+  std::span<const uint32_t> pieces;
+  if (off % rpc::kBulkCrcPiece == 0) pieces = rreq.bulk_piece_crcs;
+  return store.Write(req.oid(), off, bulk, req.write().sync(), pieces);
 }
 
 // With write_v's sync: one Sync per object an extent wrote; a failed sync
@@ -71,15 +74,16 @@ void SyncWritten(ObjectStore& store, const proto::ObjWriteVReq& wv, std::vector<
   }
 }
 
-// The piece crcs (bulk_crc.h) that cover bulk bytes [at, at + len) as whole
-// pieces of their own, or none: the extent must start on a piece boundary and
-// end on one or at the bulk's end (else its last piece holds others' bytes).
-std::span<const uint32_t> PiecesOf(const rpc::Request& rreq, uint64_t at, uint64_t len,
-                                   uint64_t bulk_size) {
+// The piece crcs (bulk_crc.h) of the object chunks an extent at bulk offset
+// `at` and object offset `off` touches (ObjectStore::Write), or none: only
+// where the bulk's pages line up with the object's (at and off agree modulo
+// 4 KiB, as a client's padding makes them) is a bulk piece an object chunk.
+std::span<const uint32_t> PiecesOf(const rpc::Request& rreq, uint64_t at, uint64_t off,
+                                   uint64_t len) {
   const std::span<const uint32_t> all = rreq.bulk_piece_crcs;
-  if (all.empty() || at % rpc::kBulkCrcPiece != 0) return {};
-  if (len % rpc::kBulkCrcPiece != 0 && at + len != bulk_size) return {};
-  const size_t first = at / rpc::kBulkCrcPiece, n = rpc::BulkCrcPieces(len);
+  constexpr uint64_t kPiece = rpc::kBulkCrcPiece;
+  if (all.empty() || at % kPiece != off % kPiece) return {};
+  const size_t first = at / kPiece, n = (off + len - 1) / kPiece - off / kPiece + 1;
   return first + n <= all.size() ? all.subspan(first, n) : std::span<const uint32_t>();
 }
 
@@ -117,7 +121,7 @@ Status DoWriteV(ObjectStore& store, const OssRequest& req, const rpc::Request& r
   for (const proto::ObjExtent& e : wv.extents()) {
     at += e.skip();
     results.push_back(store.Write(e.oid(), e.offset(), bulk.subspan(at, e.length()), false,
-                                  PiecesOf(rreq, at, e.length(), bulk.size())));
+                                  PiecesOf(rreq, at, e.offset(), e.length())));
     at += e.length();
   }
   if (wv.sync()) SyncWritten(store, wv, results);

@@ -165,6 +165,49 @@ TEST_F(WriteVTest, SkippedPaddingIsNotWrittenAndPaddedExtentsLandInPlace) {
   EXPECT_EQ(WriteV({{42, 0, small, 4096}}).status().code(), EINVAL) << "skip of a whole page";
 }
 
+// With the bulk's pages lined up with the object's (padding), the store takes
+// whole chunks' crcs from the bulk's piece crcs; a read verifies every chunk
+// (a crc taken from the wrong piece would fail it with EIO).
+TEST_F(WriteVTest, PaddedUnalignedExtentsTakeTheirChunkCrcsFromTheBulkAndVerify) {
+  std::mt19937 rng(5);
+  std::map<uint64_t, Bytes> model;
+  std::vector<Ext> exts;
+  uint64_t bulk = 0;
+  for (int i = 0; i < 40; ++i) {
+    const uint64_t oid = 60 + i % 2, off = rng() % (512 << 10);
+    Bytes data = Random(4096 + rng() % 40000, rng);
+    const uint32_t skip = static_cast<uint32_t>((off + 4096 - bulk % 4096) % 4096);
+    bulk += skip + data.size();
+    Bytes& m = model[oid];
+    if (m.size() < off + data.size()) m.resize(off + data.size());
+    std::copy(data.begin(), data.end(), m.begin() + static_cast<ptrdiff_t>(off));
+    exts.push_back({oid, off, std::move(data), skip});
+  }
+  OssResponse resp = WriteV(exts);
+  ASSERT_EQ(resp.status().code(), 0) << resp.status().message();
+  EXPECT_EQ(Codes(resp), std::vector<int>(exts.size(), 0));
+  for (const auto& [oid, bytes] : model) EXPECT_EQ(ReadBack(oid, bytes.size()), bytes) << oid;
+}
+
+// A plain write's bulk pieces are the object's chunks only at an aligned
+// offset: at an unaligned one they are not used.
+TEST_F(WriteVTest, APlainUnalignedWriteWithBulkPieceCrcsStillVerifies) {
+  std::mt19937 rng(9);
+  Bytes data = Random(3 * 4096 + 3996, rng);  // chunks 0..3, 1 and 2 whole
+  OssRequest req;
+  req.set_ost(5);
+  req.set_oid(70);
+  req.mutable_write()->set_offset(100);
+  rpc::Request r;
+  r.service = rpc::kServiceOss;
+  r.bulk = data;
+  r.bulk_piece_crcs = rpc::PieceCrcs(r.bulk);
+  req.SerializeToString(&r.payload);
+  ASSERT_EQ(Call(r).status().code(), 0);
+  Bytes got = ReadBack(70, 100 + data.size());
+  EXPECT_EQ(Bytes(got.begin() + 100, got.end()), data);
+}
+
 TEST_F(WriteVTest, AnExtentOnADestroyedObjectIsEstaleAndTheOthersLand) {
   ASSERT_TRUE(store_->Write(9, 0, Bytes(10, 1), false).ok());
   ASSERT_TRUE(store_->Destroy(9).ok());

@@ -154,12 +154,11 @@ Status CheckedObject::Mutate(uint64_t first, std::vector<CrcEntry>& entries,
 
 Status CheckedObject::Write(uint64_t off, std::span<const uint8_t> data,
                             std::span<const uint32_t> piece_crcs) {
-  // With off aligned, data's 4 KiB pieces are the object's chunks.
-  const bool have_pieces =
-      off % kCrcChunk == 0 && piece_crcs.size() == rpc::BulkCrcPieces(data.size());
   if (data.empty()) return Status::Ok();
   const uint64_t end = off + data.size();
   const uint64_t first = ChunkOf(off);
+  // One entry per chunk touched, from chunk `first` on (object_store.h).
+  const bool have_pieces = piece_crcs.size() == ChunkOf(end - 1) - first + 1;
   SFS_ASSIGN_OR_RETURN(std::vector<CrcEntry> entries,
                        crc_.Read(first, ChunkOf(end - 1) - first + 1));
   std::vector<uint8_t> buf(kCrcChunk);
@@ -169,7 +168,7 @@ Status CheckedObject::Write(uint64_t off, std::span<const uint8_t> data,
     const uint64_t a = std::max(off, cb), b = std::min(end, cb + kCrcChunk);
     if (a == cb && b == cb + kCrcChunk) {  // whole chunk: crc from the incoming bytes
       if (e.stable != e.pending) SFS_RETURN_IF_ERROR(Settle(first + i, &e, buf, false));
-      e.pending = have_pieces ? WholeChunkCrc(piece_crcs[(a - off) / kCrcChunk])
+      e.pending = have_pieces ? WholeChunkCrc(piece_crcs[i])
                               : ChunkCrc(data.subspan(a - off, kCrcChunk));
       continue;
     }

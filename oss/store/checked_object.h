@@ -66,8 +66,9 @@ class CheckedObject {
   Result<uint64_t> Read(uint64_t off, std::span<uint8_t> dest,
                         std::vector<uint32_t>* piece_crcs = nullptr);
 
-  // piece_crcs, if not empty: the raw crc32c of each 4 KiB piece of data,
-  // used for whole chunks instead of reading their bytes again.
+  // piece_crcs, if not empty: the raw crc32c of each chunk data touches,
+  // from chunk ChunkOf(off) on (ObjectStore::Write), used for the chunks data
+  // covers whole instead of reading their bytes again.
   Status Write(uint64_t off, std::span<const uint8_t> data,
                std::span<const uint32_t> piece_crcs = {});
   Status Truncate(uint64_t size);

@@ -80,9 +80,13 @@ class ObjectStore {
 
   // Writes data at off, creating the object if needed. With sync the data (and
   // a newly created object's name) is durable when this returns OK.
-  // piece_crcs, if not empty, are the crc32c of each 4 KiB piece of data
-  // (rpc/bulk_crc.h); a checksummed store takes chunk crcs from them instead
-  // of reading the bytes again. REQUIRES: they match data.
+  // piece_crcs, if not empty, are the crc32c of the 4 KiB chunks data
+  // touches, as the request's bulk held them (rpc/bulk_crc.h): entry i is
+  // for object chunk off / 4 KiB + i, and only the entries of chunks that data
+  // covers whole are used (the others may hold other bytes). A checksummed
+  // store takes those chunks' crcs from them instead of reading the bytes
+  // again. REQUIRES: the used entries match data. (With off 4 KiB-aligned
+  // these are the crcs of data's own 4 KiB pieces.)
   virtual Status Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data, bool sync,
                        std::span<const uint32_t> piece_crcs = {}) = 0;
 
