@@ -30,6 +30,7 @@ struct RawArgs {
   unsigned read_ahead_kb = 4096;
   unsigned write_behind_kb = 16384;
   unsigned write_behind_threads = 16;
+  unsigned close_delay_ms = 10;
   int splice_write = 0;
   int noleases = 0;
   char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
@@ -54,6 +55,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("read_ahead_kb=%u", read_ahead_kb, 0),
     SFS_OPT("write_behind_kb=%u", write_behind_kb, 0),
     SFS_OPT("write_behind_threads=%u", write_behind_threads, 0),
+    SFS_OPT("close_delay_ms=%u", close_delay_ms, 0),
     SFS_OPT("splice_write", splice_write, 1),
     SFS_OPT("noleases", noleases, 1),
     SFS_OPT("transport=%s", transport, 0),
@@ -142,6 +144,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.fuse.max_readahead = raw.read_ahead_kb * 1024;
   out.client.write_behind_bytes = uint64_t{raw.write_behind_kb} * 1024;
   out.client.write_behind_threads = static_cast<int>(std::max(1u, raw.write_behind_threads));
+  out.client.close_delay = std::chrono::milliseconds(raw.close_delay_ms);
   return Status::Ok();
 }
 
@@ -192,6 +195,9 @@ std::string MountUsage() {
          "                          16384); errors show at the next write, fsync or close;\n"
          "                          0 = every write waits for the OSSes\n"
          "  -o write_behind_threads=N  threads sending written-behind data (default 16)\n"
+         "  -o close_delay_ms=N     the last close of a handle that wrote nothing is answered\n"
+         "                          at once; the MDS hears of it with the next request, or\n"
+         "                          after N ms at most (default 10); 0 = a round trip each\n"
          "  -o splice_write         hand read data to the kernel through a pipe\n"
          "  -o noleases             no MDS leases: regular files use file_*_timeout\n"
          "                          (by default they are cached as long as the MDS's lease,\n"

@@ -3,7 +3,7 @@
 // Options of our own (attr_timeout=, entry_timeout=, file_attr_timeout=,
 // file_entry_timeout=,
 // rpc_timeout_ms=, connect_timeout_ms=, max_threads=, max_idle_threads=,
-// read_ahead_kb=, write_behind_kb=, write_behind_threads=,
+// read_ahead_kb=, write_behind_kb=, write_behind_threads=, close_delay_ms=,
 // splice_write, noleases) are taken out; every other -o option (allow_other, ro,
 // max_read=, debug, ...) is handed to libfuse, after the defaults we add
 // (default_permissions, fsname=HOST:PORT, subtype=sfs: the mount shows as

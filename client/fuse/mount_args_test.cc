@@ -117,6 +117,16 @@ TEST(MountArgsTest, WriteBehindIsOnWithSixteenMibByDefaultAndZeroTurnsItOff) {
   EXPECT_EQ(Joined(a->fuse_argv).find("write_behind"), std::string::npos);
 }
 
+TEST(MountArgsTest, ClosesAreDeferredTenMsByDefaultAndZeroMakesThemSynchronous) {
+  Result<MountArgs> a = Parse({"h:1", "/m"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->client.close_delay, std::chrono::milliseconds(10));
+  a = Parse({"h:1", "/m", "-o", "close_delay_ms=0"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->client.close_delay, std::chrono::milliseconds(0));
+  EXPECT_EQ(Joined(a->fuse_argv).find("close_delay"), std::string::npos);
+}
+
 TEST(MountArgsTest, HelpNeedsNothingElse) {
   Result<MountArgs> a = Parse({"--help"});
   ASSERT_TRUE(a.ok());

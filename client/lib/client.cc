@@ -21,6 +21,7 @@
 #include <climits>
 #include <future>
 #include <random>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -40,6 +41,8 @@ namespace sfs::client {
 namespace {
 
 constexpr auto kPingPeriod = std::chrono::milliseconds(5000);
+// Deferred closes waiting beyond this many are sent at once (a few requests' worth).
+constexpr size_t kMaxQueuedCloses = 4 * MdsClient::kMaxCarriedCloses;
 constexpr uint64_t kMaxFileSize = static_cast<uint64_t>(LLONG_MAX);
 
 int64_t NowNs() {
@@ -87,6 +90,7 @@ class Client::Impl {
   std::unique_ptr<WriteBehindQueue> wb;  // iff opts.write_behind_bytes > 0
   std::unique_ptr<Keepalive> keepalive;
   std::unique_ptr<LeaseWatch> watch;  // iff leases on and a handler was given
+  std::thread close_flusher;          // iff opts.close_delay > 0
 
   // The write-behind barrier: every write of ino queued before returns first.
   void WaitWrites(uint64_t ino) {
@@ -110,6 +114,10 @@ class Client::Impl {
   // After an MDS restart: opens every open File again (same File objects, new
   // open ids), so orphans survive and the MDS tracks our opens again.
   void ReopenAll();
+  // The close flusher's loop: sends deferred closes no request took in time.
+  void FlushClosesLoop();
+  // Stops the flusher and sends what is queued (a last try).
+  void StopDeferredCloses();
   std::atomic<Keepalive*> keepalive_ptr{nullptr};
 
  private:
@@ -253,11 +261,36 @@ void Client::Impl::ReopenAll() {
   LOG_INFO("MDS recovery: re-opened " << reopened << " file(s), " << failed << " failed");
 }
 
+void Client::Impl::FlushClosesLoop() {
+  bool failing = false;  // log once per streak of failures, as the keepalive does
+  while (mds->WaitClosesDue()) {
+    Status st = mds->FlushCloses();
+    if (!st.ok() && !failing) {
+      LOG_WARN("deferred closes: " << st.ToString() << " (kept, sent again later)");
+    }
+    failing = !st.ok();
+    if (failing) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+void Client::Impl::StopDeferredCloses() {
+  if (!close_flusher.joinable()) return;
+  mds->StopCloses();
+  close_flusher.join();
+  Status st = mds->FlushCloses(/*final=*/true);
+  if (!st.ok()) {
+    LOG_WARN("deferred closes not sent (" << mds->queued_closes()
+                                          << "): the MDS drops them at its client timeout: "
+                                          << st.ToString());
+  }
+}
+
 // ---- Connect / lifetime ----
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Client::~Client() {
+  if (impl_) impl_->StopDeferredCloses();
   if (impl_ && impl_->watch) impl_->watch->Stop();
   if (impl_ && impl_->keepalive) impl_->keepalive->Stop();
 }
@@ -295,6 +328,10 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   });
   impl->keepalive = std::make_unique<Keepalive>(kPingPeriod, [raw] { raw->Ping(); });
   impl->keepalive_ptr = impl->keepalive.get();
+  if (opts.close_delay.count() > 0) {
+    mds->EnableDeferredCloses(opts.close_delay, kMaxQueuedCloses);
+    impl->close_flusher = std::thread([raw] { raw->FlushClosesLoop(); });
+  }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
@@ -379,8 +416,10 @@ Status Client::Close(const std::shared_ptr<File>& f) {
   impl_->WaitWrites(f->ino_);
   SizeReport r;
   Status wb_error;
+  bool written = false;
   {
     std::lock_guard<std::mutex> lock(f->mu_);
+    written = f->written_;
     wb_error = std::exchange(f->wb_error_, Status::Ok());
     // Writes already reported by a Flush (size, mtime and blocks measured
     // after them) need no second report.
@@ -401,9 +440,17 @@ Status Client::Close(const std::shared_ptr<File>& f) {
     std::lock_guard<std::mutex> lock(f->mu_);  // a re-open after an MDS restart may change it
     open_id = f->open_id_;
   }
+  // Nothing to report: the release may wait for the next request (or the
+  // flusher). A handle that wrote keeps its close synchronous, so that the
+  // file is no longer "open for write" (migrate) once close(2) is answered.
+  if (!written && !r.has_size && wb_error.ok() && impl_->mds->DeferClose(f->ino_, open_id)) {
+    return Status::Ok();
+  }
   Status st = impl_->mds->Close(f->cred_, f->ino_, open_id, r);
   return wb_error.ok() ? st : wb_error;
 }
+
+Status Client::FlushDeferredCloses() { return impl_->mds->FlushCloses(); }
 
 Result<size_t> Client::Read(File& f, uint64_t off, std::span<uint8_t> buf) {
   impl_->WaitWrites(f.ino_);

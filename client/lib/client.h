@@ -63,6 +63,14 @@ struct Options {
   // (WriteBehind() is Write()).
   uint64_t write_behind_bytes = 0;
   int write_behind_threads = 16;
+  // Deferred closes (issue 6; mds.proto): with this > 0, Close of a handle
+  // that wrote nothing returns at once and its release rides on the next
+  // MDS request this client sends, or is sent after at most about this long
+  // (by a flusher thread, many at a time), or when the Client is destroyed.
+  // Meanwhile the MDS counts the file as open: an orphan (unlinked while
+  // open) is destroyed that much later, and a migration finds it busy.
+  // 0 = every Close is its own MDS round trip.
+  std::chrono::milliseconds close_delay{0};
 };
 
 // On whose behalf a call is made; checked by the MDS.
@@ -229,8 +237,11 @@ class Client {
                                        uint32_t mode, int flags, Attr* attr,
                                        const LayoutSpec* layout = nullptr);
   Result<std::shared_ptr<File>> Open(const Cred& c, uint64_t ino, int flags, Attr* attr);
-  // Reports the size (if this client extended the file) and releases the open.
+  // Reports the size (if this client extended the file) and releases the open
+  // (at once, or deferred: Options::close_delay).
   Status Close(const std::shared_ptr<File>& f);
+  // Sends the releases deferred so far (Options::close_delay) now.
+  Status FlushDeferredCloses();
 
   // pread: returns bytes read; short only at end of file. Holes read as zeros.
   Result<size_t> Read(File& f, uint64_t off, std::span<uint8_t> buf);

@@ -137,6 +137,7 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
   req->set_client_id(client_id_);
   req->set_xid(NextXid());
   if (c != nullptr) ToProto(*c, req->mutable_cred());
+  std::vector<DeferredClose> taken = AttachCloses(req);
   const std::string payload = req->SerializeAsString();
   const auto deadline = std::chrono::steady_clock::now() + recovery_timeout_;
   rpc::Response raw;
@@ -154,11 +155,16 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
     if (st.ok()) break;
     if (!retry || !IsTransportError(st.code()) ||
         std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline) {
+      SettleCloses(std::move(taken), nullptr);
       return st;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (!resp->ParseFromString(raw.payload)) return Status(EBADMSG, "unparsable MDS reply");
+  if (!resp->ParseFromString(raw.payload)) {
+    SettleCloses(std::move(taken), nullptr);
+    return Status(EBADMSG, "unparsable MDS reply");
+  }
+  SettleCloses(std::move(taken), resp);
   NoteEpoch(resp->boot_epoch());
   if (resp->status().code() != 0) return Status(resp->status().code(), resp->status().message());
   return Status::Ok();

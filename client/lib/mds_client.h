@@ -18,6 +18,15 @@
 // SetEpochListener runs (on the calling thread, with no lock held) and
 // TakeEpochChange() turns true once; libsfs then re-opens its open files.
 //
+// Deferred closes (mds.proto; close_queue.h): after EnableDeferredCloses,
+// DeferClose queues a close instead of sending it, and every request but a
+// Watch carries up to kMaxCarriedCloses queued closes; FlushCloses sends
+// what is left. Closes are deferred only while the MDS's last reply said it
+// applies them (MDS_FEATURE_CLOSES); those a request took and the reply did
+// not count (a lost connection, an older MDS) go back to the queue, and
+// FlushCloses sends them as CloseReqs of their own if the MDS does not know
+// the feature.
+//
 // Thread safety: every method may be called from many threads at once; calls
 // share the channel and are in flight together.
 #pragma once
@@ -33,6 +42,7 @@
 #include <vector>
 
 #include "client/lib/client.h"
+#include "client/lib/close_queue.h"
 #include "common/rpc/rpc.h"
 #include "common/status.h"
 
@@ -98,6 +108,25 @@ class MdsClient {
                             int flags, const LayoutSpec* layout);
   Result<OpenResult> Open(const Cred& c, uint64_t ino, int flags);
   Status Close(const Cred& c, uint64_t ino, uint64_t open_id, const SizeReport& r);
+
+  // Deferred closes (see the file comment). REQUIRES: EnableDeferredCloses
+  // is called before the client is shared between threads, at most once.
+  static constexpr size_t kMaxCarriedCloses = 64;
+  void EnableDeferredCloses(std::chrono::milliseconds max_delay, size_t max_queued);
+  // Queues a close with nothing to report; false (nothing queued: send it
+  // with Close) iff deferral is off or the MDS does not apply deferred closes.
+  bool DeferClose(uint64_t ino, uint64_t open_id);
+  // Sends every queued close: carried by Pings, or as CloseReqs to an MDS
+  // without the feature. One try per call with a short deadline (1 s; 2 s
+  // with final): a stopping client must not hang on a dead MDS, which drops
+  // our opens after its client timeout anyway. The first failure, with the
+  // closes queued again.
+  Status FlushCloses(bool final = false);
+  // For the flusher thread: CloseQueue::WaitDue, or false at once without
+  // deferral. StopCloses ends it.
+  bool WaitClosesDue();
+  void StopCloses();
+  size_t queued_closes() const { return closes_ ? closes_->size() : 0; }
   Status SetSize(const Cred& c, uint64_t ino, const SizeReport& r);
 
   Result<Attr> Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
@@ -156,6 +185,10 @@ class MdsClient {
   Status CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
                  std::chrono::milliseconds timeout, bool retry = false);
   void NoteEpoch(uint64_t epoch);
+  // mds_client_closes.cc: hands queued closes to req (none for a Watch); after
+  // the call, puts back those the reply (null: none came) did not count.
+  std::vector<DeferredClose> AttachCloses(proto::MdsRequest* req);
+  void SettleCloses(std::vector<DeferredClose> taken, const proto::MdsResponse* resp);
   // CallRaw with transport failures mapped to EIO.
   Status Call(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp);
   Result<Attr> CallForAttr(const Cred* c, proto::MdsRequest* req);
@@ -178,6 +211,8 @@ class MdsClient {
   std::atomic<bool> epoch_changed_{false};
   std::function<void()> on_new_epoch_;
   std::atomic<uint64_t> invalidations_{0};
+  std::unique_ptr<CloseQueue> closes_;            // iff deferral is on
+  std::atomic<bool> mds_applies_closes_{false};  // the last reply's MDS_FEATURE_CLOSES
 };
 
 }  // namespace sfs::client

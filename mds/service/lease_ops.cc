@@ -237,6 +237,7 @@ void MdsService::Watch(const MdsRequest& r, rpc::ReplyFn done) {
     MdsResponse resp;
     resp.mutable_status()->set_code(0);
     resp.set_boot_epoch(epoch);
+    resp.set_features(proto::MDS_FEATURE_CLOSES);
     proto::WatchResp* w = resp.mutable_watch();
     w->set_seq(seq);
     w->set_lease_ms(lease_ms);

@@ -202,15 +202,37 @@ bool DispatchRegistry(OstRegistry* osts, const MdsRequest& r, MdsResponse* out) 
   }
 }
 
+// Applies the closes a client deferred and sent along with req (mds.proto,
+// "Deferred closes"), before req's op: its own unlink or rename of the file
+// then finds the open gone. Only the open is released; a report is ignored
+// (the client sends those as CloseReqs of their own, so that the lease
+// revocation they need goes with them). A close the Namespace refuses is
+// logged: the client cannot do better with the error than with a close(2)'s.
+void ApplyDeferredCloses(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
+  if (r.closes_size() == 0) return;
+  OpCtx ctx;
+  ctx.client_id = r.client_id();  // no xid: a re-sent request applies them again, harmlessly
+  for (const proto::CloseReq& c : r.closes()) {
+    proto::CloseReq release;
+    release.set_ino(c.ino());
+    release.set_open_id(c.open_id());
+    Status st = ns->Close(ctx, release);
+    if (!st.ok()) LOG_WARN("deferred close of inode " << c.ino() << ": " << st.ToString());
+  }
+  out->set_closes_applied(static_cast<uint32_t>(r.closes_size()));
+}
+
 }  // namespace
 
 void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   ns_->TouchClient(req.client_id());
+  ApplyDeferredCloses(ns_, req, resp);
   if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
       !DispatchRegistry(osts_, req, resp)) {
     SetStatus(resp, Status::Errno(EPROTO, "unknown MDS op"));
   }
   resp->set_boot_epoch(ns_->boot_epoch());
+  resp->set_features(proto::MDS_FEATURE_CLOSES);
 }
 
 std::string MdsService::HandlePayload(const std::string& payload) {

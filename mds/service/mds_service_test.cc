@@ -1,6 +1,8 @@
 // The RPC handler: payload parsing, dispatch, status packing, registry ops.
 #include "mds/service/mds_service.h"
 
+#include <fcntl.h>
+
 #include <gtest/gtest.h>
 
 #include "mds/namespace/test_util.h"
@@ -76,6 +78,64 @@ TEST_F(MdsServiceTest, RegistryOpsReportOsts) {
   proto::MdsRequest ping;
   ping.mutable_ping();
   EXPECT_EQ(Call(ping).status().code(), 0);
+}
+
+// Deferred closes (mds.proto): a client's release carried by its unlink is
+// applied first, so the unlink frees the file instead of orphaning it.
+TEST_F(MdsServiceTest, ClosesCarriedByARequestAreAppliedBeforeItsOp) {
+  proto::MdsRequest create;
+  create.set_client_id(7);
+  create.set_xid(1);
+  create.mutable_create()->set_parent(kRootIno);
+  create.mutable_create()->set_name("f");
+  create.mutable_create()->set_mode(0644);
+  create.mutable_create()->set_open_flags(O_CREAT | O_WRONLY);
+  proto::MdsResponse made = Call(create);
+  ASSERT_EQ(made.status().code(), 0) << made.status().message();
+  EXPECT_NE(made.features() & proto::MDS_FEATURE_CLOSES, 0u) << "every reply says so";
+  const uint64_t ino = made.open().attr().ino();
+  ASSERT_EQ(ns_->OpenCount(ino), 1);
+  proto::MdsRequest unlink;
+  unlink.set_client_id(7);
+  unlink.set_xid(2);
+  unlink.mutable_unlink()->set_parent(kRootIno);
+  unlink.mutable_unlink()->set_name("f");
+  proto::CloseReq* c = unlink.add_closes();
+  c->set_ino(ino);
+  c->set_open_id(made.open().open_id());
+  c->set_has_size(true);  // a report in a carried close is ignored
+  c->set_size_hint(1 << 20);
+  proto::MdsResponse gone = Call(unlink);
+  ASSERT_EQ(gone.status().code(), 0) << gone.status().message();
+  EXPECT_EQ(gone.closes_applied(), 1u);
+  EXPECT_EQ(ns_->OpenCount(ino), 0);
+  EXPECT_FALSE(ns_->GetAttr(ino).ok()) << "freed at the unlink, not left an orphan";
+}
+
+TEST_F(MdsServiceTest, CarriedClosesAreAppliedEvenWhenTheOpFailsAndTwiceIsHarmless) {
+  proto::MdsRequest create;
+  create.set_client_id(7);
+  create.set_xid(1);
+  create.mutable_create()->set_parent(kRootIno);
+  create.mutable_create()->set_name("g");
+  create.mutable_create()->set_mode(0644);
+  proto::MdsResponse made = Call(create);
+  ASSERT_EQ(made.status().code(), 0) << made.status().message();
+  const uint64_t ino = made.open().attr().ino();
+  proto::MdsRequest lookup;
+  lookup.set_client_id(7);
+  lookup.mutable_lookup()->set_parent(kRootIno);
+  lookup.mutable_lookup()->set_name("missing");
+  proto::CloseReq* c = lookup.add_closes();
+  c->set_ino(ino);
+  c->set_open_id(made.open().open_id());
+  proto::MdsResponse resp = Call(lookup);
+  EXPECT_EQ(resp.status().code(), ENOENT);
+  EXPECT_EQ(resp.closes_applied(), 1u);
+  EXPECT_EQ(ns_->OpenCount(ino), 0);
+  resp = Call(lookup);  // as a re-sent request would
+  EXPECT_EQ(resp.closes_applied(), 1u);
+  EXPECT_TRUE(ns_->GetAttr(ino).ok()) << "still linked: nothing to free";
 }
 
 }  // namespace
