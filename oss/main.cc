@@ -36,7 +36,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: sfs-oss --mds HOST:PORT --ost DIR [--ost DIR ...] --listen HOST:PORT "
     "[--heartbeat-ms N] [--workers N] [--io-threads N] [--checksums=on|off] "
-    "[--transport=auto|tcp|rdma] [--tombstone-ttl-s N (>= 60)] [--max-inflight-mib N]";
+    "[--transport=auto|tcp|rdma] [--tombstone-ttl-s N (>= 60)] [--max-inflight-mib N] "
+    "[--inline-read-kib N (0-1024: reads up to N KiB served on the I/O thread; 0 = none)]";
 
 struct Flags {
   std::string mds;
@@ -49,6 +50,7 @@ struct Flags {
   rpc::TransportMode transport = rpc::TransportMode::kAuto;
   int tombstone_ttl_s = 3600;  // how long a destroyed object answers ESTALE
   int max_inflight_mib = 256;  // memory budget of requests + replies (rpc.h ServerOptions)
+  int inline_read_kib = OssService::kDefaultInlineReadMax / 1024;  // OssService::TryHandleInline
 };
 
 bool ParseInt(const std::string& s, int lo, int hi, int* out) {
@@ -85,6 +87,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       continue;
     else if (arg == "--max-inflight-mib" && ParseInt(value, 1, 1 << 20, &f->max_inflight_mib))
       continue;
+    else if (arg == "--inline-read-kib" && ParseInt(value, 0, 1024, &f->inline_read_kib)) continue;
     else return false;
   }
   std::string host;
@@ -169,6 +172,7 @@ int Fail(const Status& st) {
 // Registers, serves until a signal arrives, then stops everything in order.
 int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   OssService service;
+  service.set_inline_read_max(static_cast<uint64_t>(flags.inline_read_kib) * 1024);
   rpc::ServerOptions sopts;
   (void)rpc::ParseAddress(flags.listen, &sopts.host, &sopts.port);  // checked by ParseFlags
   sopts.worker_threads = flags.workers;

@@ -84,7 +84,7 @@ Result<std::unique_ptr<ChannelFactory>> ChannelFactory::Create(
 MadeChannel ChannelFactory::Make(const std::string& address, uint16_t service) {
   MadeChannel out;
   if (mode_ == Transport::kTcp || rdma_ == nullptr) {
-    out.channel = io_->MakeTcpChannel(address);
+    out.channel = io_->MakeTcpChannel(address, LanesFor(service));
     LOG_INFO("transport to " << address << ": tcp ("
              << (mode_ == Transport::kTcp ? "transport=tcp" : no_rdma_reason_) << ")");
     return out;
@@ -107,7 +107,7 @@ MadeChannel ChannelFactory::Make(const std::string& address, uint16_t service) {
     LOG_INFO("transport to " << address << ": rdma (auto: RDMA probe answered in " << ms << " ms)");
     return out;
   }
-  out.channel = io_->MakeTcpChannel(address);
+  out.channel = io_->MakeTcpChannel(address, LanesFor(service));
   out.transport = "tcp";
   LOG_INFO("transport to " << address << ": tcp (auto: RDMA probe failed after " << ms
            << " ms: " << st.ToString() << ")");

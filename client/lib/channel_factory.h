@@ -29,6 +29,14 @@
 
 namespace sfs::client {
 
+// TCP connections ("lanes", rpc::IoContext::MakeTcpChannel) per OSS: callers
+// reading from one OSS at the same time each get their own socket, so each
+// reads its own reply (no follower woken to read for another) and sfs-oss,
+// which serves small reads on the connection's I/O thread, serves them in
+// parallel. The MDS gets one (it answers most requests on one I/O thread).
+inline constexpr int kOssLanes = 4;
+inline int LanesFor(uint16_t service) { return service == rpc::kServiceOss ? kOssLanes : 1; }
+
 struct MadeChannel {
   std::unique_ptr<rpc::Channel> channel;
   const char* transport = "tcp";  // "tcp" or "rdma"

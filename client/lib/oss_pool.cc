@@ -46,7 +46,7 @@ Status OssPool::RefreshLocked() {
   if (factory_ != nullptr) {
     made = factory_->MakeMany(fresh, rpc::kServiceOss);
   } else {
-    for (const std::string& a : fresh) made.push_back({io_->MakeTcpChannel(a), "tcp"});
+    for (const std::string& a : fresh) made.push_back({io_->MakeTcpChannel(a, kOssLanes), "tcp"});
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < fresh.size(); ++i) {

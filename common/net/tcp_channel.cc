@@ -21,6 +21,9 @@
 // half-way drops the connection). Sockets are shared_ptr-held and only shut
 // down on errors, so an fd stays valid while a caller uses it.
 //
+// Lanes (LanedChannel, below): a channel may hold several such connections
+// to one server and give each call a lane no other call uses, if there is one.
+//
 // Reconnect: when the connection breaks, every call still in flight is sent
 // again on the next connection (same request id and payload). Servers treat
 // repeats as the same request (MDS: by client id and xid; OSS: idempotent ops).
@@ -75,6 +78,7 @@ class PendingCall {
   bool unhooked = false;  // Wait() gave up: I/O letting go of our buffers must notify
   bool waiting = false;   // a follower: its caller sleeps in Wait() on cv
   bool held = false;      // CallOptions::held: reads only while no other caller waits
+  size_t lane = 0;        // LanedChannel: the lane (Core) it went to; set by its caller
   Status status;
   Response resp;
   std::condition_variable cv;
@@ -670,6 +674,57 @@ void Core::Shutdown() {
   pending_.clear();
 }
 
+// Several connections to one server, each a Core. Lane i is taken only while
+// lanes 0..i-1 all have calls in flight, so a lone caller keeps to lane 0 and
+// two concurrent callers each lead on their own socket: no follower is woken
+// to read for another, and a server that answers small requests on its I/O
+// thread (sfs-oss reads) serves the lanes in parallel.
+class LanedChannel final : public Channel {
+ public:
+  LanedChannel(asio::io_context& io, const std::string& address, int lanes) {
+    for (int i = 0; i < std::max(1, lanes); ++i) {
+      lanes_.push_back(std::make_unique<Lane>(std::make_shared<Core>(io, address)));
+    }
+  }
+  ~LanedChannel() override {
+    for (auto& l : lanes_) l->core->Shutdown();
+  }
+  std::shared_ptr<PendingCall> Start(uint16_t service, std::string payload,
+                                     std::span<const uint8_t> bulk_out, std::span<uint8_t> bulk_in,
+                                     const CallOptions& opts) override {
+    const size_t i = PickLane();
+    lanes_[i]->calls.fetch_add(1, std::memory_order_relaxed);
+    auto p = lanes_[i]->core->Start(service, std::move(payload), bulk_out, bulk_in, opts);
+    p->lane = i;
+    return p;
+  }
+  Status Wait(const std::shared_ptr<PendingCall>& call, Response* out) override {
+    Lane& l = *lanes_[call->lane];
+    Status st = l.core->Wait(call, out);
+    l.calls.fetch_sub(1, std::memory_order_relaxed);
+    return st;
+  }
+  const std::string& address() const override { return lanes_[0]->core->address(); }
+
+ private:
+  struct Lane {
+    explicit Lane(std::shared_ptr<Core> c) : core(std::move(c)) {}
+    std::shared_ptr<Core> core;
+    std::atomic<int> calls{0};  // started and not yet waited for
+  };
+  size_t PickLane() const {
+    size_t best = 0;
+    int least = INT_MAX;
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      int n = lanes_[i]->calls.load(std::memory_order_relaxed);
+      if (n == 0) return i;
+      if (n < least) least = n, best = i;
+    }
+    return best;
+  }
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
 class AsioIoContext final : public IoContext {
  public:
   explicit AsioIoContext(int threads) : guard_(asio::make_work_guard(io_)) {
@@ -680,7 +735,8 @@ class AsioIoContext final : public IoContext {
     io_.stop();
     for (auto& t : threads_) t.join();
   }
-  std::unique_ptr<Channel> MakeTcpChannel(const std::string& address) override {
+  std::unique_ptr<Channel> MakeTcpChannel(const std::string& address, int lanes = 1) override {
+    if (lanes > 1) return std::make_unique<LanedChannel>(io_, address, lanes);
     return std::make_unique<CoreChannel<Core>>(std::make_shared<Core>(io_, address));
   }
 

@@ -179,8 +179,11 @@ class IoContext {
  public:
   virtual ~IoContext() = default;
   static std::unique_ptr<IoContext> Create(int threads = 1);
-  // A TCP channel to "host:port". REQUIRES: this IoContext outlives it.
-  virtual std::unique_ptr<Channel> MakeTcpChannel(const std::string& address) = 0;
+  // A TCP channel to "host:port" over `lanes` connections (each opened on
+  // first use): a call takes a lane with no call in flight if there is one,
+  // else the least busy, so concurrent callers each read their own socket.
+  // Calls on different lanes are not ordered. REQUIRES: this IoContext outlives it.
+  virtual std::unique_ptr<Channel> MakeTcpChannel(const std::string& address, int lanes = 1) = 0;
 };
 
 // Splits "host:port". EINVAL on a malformed address.

@@ -2,7 +2,7 @@
 // (also when callers send for each other and the socket fills, and when the
 // server answers on its I/O thread), deadlines
 // (also for a frame stuck half-sent), reconnect after a server restart, and
-// garbage input; each connection read by one I/O thread.
+// garbage input; each connection read by one I/O thread; lanes.
 #include "common/rpc/rpc.h"
 #include "common/rpc/testing/echo_handler.h"
 
@@ -504,6 +504,70 @@ TEST(RpcIoThreadTest, EachConnectionIsReadByOneIoThreadAndTwoConnectionsByTwo) {
   }
   EXPECT_EQ(all.size(), 2u);
   chans.clear();
+  io.reset();
+  (*server)->Stop();
+}
+
+TEST(RpcLaneTest, ALoneCallerKeepsToOneLaneAndCallsInFlightTogetherEachTakeTheirOwn) {
+  ThreadNotingHandler handler;  // its map's keys: the connections calls came on
+  auto server = StartTcpServer(ServerOptions{}, &handler);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto io = IoContext::Create(1);
+  auto chan = io->MakeTcpChannel("127.0.0.1:" + std::to_string((*server)->port()), 4);
+  auto connections = [&] {
+    std::lock_guard<std::mutex> l(handler.mu);
+    return handler.threads.size();
+  };
+  Response r;
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(chan->Call(kServiceMds, "x", {}, {}, &r).ok());
+  EXPECT_EQ(connections(), 1u);
+  // Three calls the server holds take lanes 0-2; calls meanwhile go to lane 3.
+  std::vector<std::shared_ptr<PendingCall>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(chan->Start(kServiceMds, "hold", {}, {}, {}));
+  while (handler.Held() < 3) ASSERT_TRUE(chan->Call(kServiceMds, "x", {}, {}, &r).ok());
+  EXPECT_EQ(connections(), 4u);
+  handler.AnswerHeld("late");
+  for (auto& c : held) {
+    ASSERT_TRUE(chan->Wait(c, &r).ok());
+    EXPECT_EQ(r.payload, "late");
+  }
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(chan->Call(kServiceMds, "x", {}, {}, &r).ok());
+  EXPECT_EQ(connections(), 4u);
+  chan.reset();
+  io.reset();
+  (*server)->Stop();
+}
+
+TEST(RpcLaneTest, ConcurrentCallsWithBulkOnALanedChannelAllMatchTheirReplies) {
+  EchoHandler handler;
+  ServerOptions opts;
+  opts.io_threads = 2;
+  auto server = StartTcpServer(opts, &handler);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto io = IoContext::Create(1);
+  auto chan = io->MakeTcpChannel("127.0.0.1:" + std::to_string((*server)->port()), 3);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(300 + t);
+      for (int i = 0; i < 50; ++i) {
+        std::vector<uint8_t> out(rng() % 70000), in(out.size());
+        for (auto& b : out) b = static_cast<uint8_t>(rng());
+        std::string payload = std::to_string(t) + "." + std::to_string(i);
+        Response r;
+        Status st = chan->Call(kServiceMds, payload, out, in, &r);
+        if (!st.ok() || r.payload != "re:" + payload || r.bulk_len != out.size() ||
+            !std::equal(out.rbegin(), out.rend(), in.begin())) {
+          bad++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(handler.calls.load(), 300);
+  chan.reset();
   io.reset();
   (*server)->Stop();
 }

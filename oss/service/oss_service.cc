@@ -219,6 +219,19 @@ uint64_t OssService::ReplyBulkHint(std::string_view payload) {
   return oreq.read().length();
 }
 
+bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
+  if (inline_read_max_ == 0 || req.service != rpc::kServiceOss) return false;
+  OssRequest oreq;
+  if (!oreq.ParseFromString(req.payload) || oreq.op_case() != OssRequest::kRead ||
+      oreq.read().length() > inline_read_max_) {
+    return false;
+  }
+  rpc::Reply reply;
+  Handle(req, &reply);
+  done(std::move(reply));
+  return true;
+}
+
 void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
   OssRequest oreq;
   OssResponse resp;

@@ -57,10 +57,21 @@ class OssService : public rpc::Handler {
   // buffers where the server has a pool (the store's O_DIRECT path needs the
   // alignment).
   bool UsesBulkPool() const override { return true; }
+  // A read of at most inline_read_max bytes is served on the TCP server's I/O
+  // thread, disk wait included: a small read's worker hand-off (two thread
+  // wake-ups, request and reply) cost more than the read itself. Larger reads
+  // and every other op go to the workers. Each connection is read by one I/O
+  // thread, so a small read delays that connection's next request by its
+  // disk time (clients keep several connections per OSS: tcp_channel.cc).
+  bool TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) override;
+  static constexpr uint64_t kDefaultInlineReadMax = 64 * 1024;
+  // 0: every request goes to a worker. Call before serving.
+  void set_inline_read_max(uint64_t n) { inline_read_max_ = n; }
 
  private:
   ObjectStore* Find(uint32_t ost) const;
 
+  uint64_t inline_read_max_ = kDefaultInlineReadMax;
   mutable std::mutex mu_;
   std::shared_ptr<const Targets> targets_ = std::make_shared<Targets>();  // guarded by mu_
 };

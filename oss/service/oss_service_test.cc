@@ -1,4 +1,5 @@
-// Unit tests of OssService::Handle with real stores on a temp dir, no network.
+// Unit tests of OssService::Handle and TryHandleInline with real stores on a
+// temp dir, no network.
 #include "oss/service/oss_service.h"
 
 #include <gtest/gtest.h>
@@ -250,6 +251,75 @@ TEST_F(OssServiceTest, FuzzCrashAZeroLengthReadOfAMissingObjectRepliesEmpty) {
   EXPECT_EQ(resp.status().code(), 0) << resp.status().message();
   EXPECT_TRUE(bulk.empty());
   EXPECT_EQ(resp.read_size(), 0u);
+}
+
+// What TryHandleInline answered: whether it took the request, and the reply.
+struct InlineResult {
+  bool taken = false;
+  bool answered = false;
+  bool done_left = false;  // the ReplyFn still callable (not moved from)
+  OssResponse resp;
+  std::vector<uint8_t> bulk;
+};
+
+InlineResult TryInline(OssService& service, const OssRequest& req,
+                       std::vector<uint8_t> bulk = {}) {
+  rpc::Request r;
+  r.service = rpc::kServiceOss;
+  req.SerializeToString(&r.payload);
+  r.bulk = std::move(bulk);
+  InlineResult out;
+  rpc::ReplyFn done = [&](rpc::Reply reply) {
+    out.answered = true;
+    EXPECT_TRUE(out.resp.ParseFromString(reply.payload));
+    out.bulk = std::move(reply.bulk);
+  };
+  out.taken = service.TryHandleInline(r, done);
+  out.done_left = static_cast<bool>(done);
+  return out;
+}
+
+TEST_F(OssServiceTest, ASmallReadIsAnsweredInlineWithItsBytesAndZerosPastTheEnd) {
+  ASSERT_EQ(Write(3, 42, 4096, {1, 2, 3}).status().code(), 0);
+  OssRequest req = Req(3, 42);
+  req.mutable_read()->set_offset(4094);
+  req.mutable_read()->set_length(8);
+  InlineResult r = TryInline(service_, req);
+  ASSERT_TRUE(r.taken);
+  ASSERT_TRUE(r.answered);
+  EXPECT_EQ(r.resp.status().code(), 0);
+  EXPECT_EQ(r.resp.read_size(), 5u);
+  EXPECT_EQ(r.bulk, (std::vector<uint8_t>{0, 0, 1, 2, 3, 0, 0, 0}));
+  req.mutable_read()->set_offset(1 << 20);  // past the end
+  req.mutable_read()->set_length(4096);
+  r = TryInline(service_, req);
+  ASSERT_TRUE(r.taken && r.answered);
+  EXPECT_EQ(r.resp.read_size(), 0u);
+  EXPECT_EQ(r.bulk, std::vector<uint8_t>(4096, 0));
+  OssRequest stale = Req(9, 42);  // an OST this OSS does not serve: ESTALE, inline too
+  stale.mutable_read()->set_length(4096);
+  r = TryInline(service_, stale);
+  ASSERT_TRUE(r.taken && r.answered);
+  EXPECT_EQ(r.resp.status().code(), ESTALE);
+}
+
+TEST_F(OssServiceTest, LargeReadsWritesAndReadsWithInlineOffAreLeftToWorkers) {
+  OssRequest big = Req(3, 42);
+  big.mutable_read()->set_length(OssService::kDefaultInlineReadMax + 1);
+  InlineResult r = TryInline(service_, big);
+  EXPECT_FALSE(r.taken || r.answered);
+  EXPECT_TRUE(r.done_left);
+  OssRequest write = Req(3, 42);
+  write.mutable_write()->set_offset(0);
+  r = TryInline(service_, write, {1, 2, 3});
+  EXPECT_FALSE(r.taken || r.answered);
+  EXPECT_TRUE(r.done_left);
+  service_.set_inline_read_max(0);
+  OssRequest small = Req(3, 42);
+  small.mutable_read()->set_length(4096);
+  r = TryInline(service_, small);
+  EXPECT_FALSE(r.taken || r.answered);
+  EXPECT_TRUE(r.done_left);
 }
 
 }  // namespace
