@@ -283,6 +283,8 @@ GroupedWrites GroupWrites(const std::vector<Piece>& pieces,
       const Piece& y = pieces[b];
       return std::pair(x.oid, x.offset) < std::pair(y.oid, y.offset);
     });
+    uint64_t left = 0;  // bytes of this OST's pieces not yet appended
+    for (size_t i : members) left += pieces[i].length;
     Piece* v = nullptr;
     for (size_t i : members) {
       if (v == nullptr || v->extents.size() >= kMaxVectorExtents ||
@@ -291,8 +293,11 @@ GroupedWrites GroupWrites(const std::vector<Piece>& pieces,
         g.calls.back().ost = ost;
         g.piece_of.push_back(GroupedWrites::kVector);
         v = &g.calls.back();
+        // Room for the data and some padding at once: no copy on growth.
+        v->gathered.reserve(std::min(left, kMaxVectorBytes) + 16 * kPage);
       }
       AppendExtent(*v, pieces[i], i);
+      left -= pieces[i].length;
     }
   }
   for (Piece& c : g.calls) {
