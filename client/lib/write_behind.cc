@@ -91,7 +91,8 @@ WriteBehindQueue::Clock::time_point WriteBehindQueue::HoldEndLocked() const {
 
 bool WriteBehindQueue::HeldLocked(Clock::time_point now) const {
   if (stop_ || waiters_ > 0 || queue_.empty() || !queue_.front()->streaming) return false;
-  return queued_bytes_ < kMaxGather && now < HoldEndLocked();
+  // Never so much that writers would wait for room behind a hold.
+  return queued_bytes_ < std::min(kMaxBatchBytes, max_bytes_ / 2) && now < HoldEndLocked();
 }
 
 bool WriteBehindQueue::NeedWakeLocked() {
@@ -132,7 +133,7 @@ void WriteBehindQueue::TakeLocked(std::vector<std::unique_ptr<Job>>* batch) {
   for (; i < queue_.size() && i < kMaxScan && batch->size() < kMaxBatch; ++i) {
     std::unique_ptr<Job>& j = queue_[i];
     const bool take = i == 0 || (ost >= 0 && OstOf(*j) == ost &&
-                                 bytes + j->data.size() <= kMaxGather);
+                                 bytes + j->data.size() <= kMaxBatchBytes);
     if (take) {
       bytes += j->data.size();
       queued_bytes_ -= j->data.size();
