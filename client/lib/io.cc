@@ -37,6 +37,7 @@ struct Striper::Piece {
   bool transport_error = false;
   bool destroyed = false;  // ESTALE: the OSS destroyed the object (a stale layout)
   uint64_t blocks = 0;  // stat result
+  bool oss_verifies = false;  // read: asked again after a bad crc; the OSS checks the bytes
   // kWriteV: the extents (their data back to back in `gathered`, which `out`
   // spans), each with the batch's write pieces it carries and its status.
   struct Extent {
@@ -57,9 +58,33 @@ using Piece = Striper::Piece;
 
 constexpr int kMaxRounds = 16;
 
+// A read whose reply failed its frame crc (the channel's EBADMSG): with
+// client_checks the OSS sent the bytes without verifying them.
+bool BadCrc(const Piece& p) {
+  return p.op == Piece::Op::kRead && p.transport_error && p.status.code() == EBADMSG;
+}
+
+// The reads of `pieces` whose reply failed its crc and that were not yet
+// asked again, marked to be asked again with the OSS checking the bytes
+// against its stored crcs: a transient mismatch (a write raced with the send)
+// then reads right, and a chunk that rotted on disk comes back as the OSS's
+// EIO naming it (docs/durability.md).
+std::vector<Piece*> TakeBadCrcReads(const std::vector<Piece*>& pieces) {
+  std::vector<Piece*> again;
+  for (Piece* p : pieces) {
+    if (!BadCrc(*p) || p->oss_verifies) continue;
+    LOG_WARN("OST " << p->ost << " object " << p->oid << " offset " << p->offset << ": "
+                    << p->status.message() << "; reading it again, verified by the OSS");
+    p->oss_verifies = true;
+    again.push_back(p);
+  }
+  return again;
+}
+
 // The OSS could not be reached or does not serve the OST: a fresh map may help.
 bool Unreachable(const Piece& p) {
   if (p.destroyed) return false;  // no map can bring a destroyed object back
+  if (BadCrc(p)) return false;    // it answered; another map will not change the bytes
   if (p.status.code() == ESTALE) return true;
   return p.transport_error && p.status.code() != EPROTO && p.status.code() != EMSGSIZE;
 }
@@ -126,6 +151,7 @@ std::string Serialize(const Piece& p, uint64_t client_id) {
     case Piece::Op::kRead:
       req.mutable_read()->set_offset(p.offset);
       req.mutable_read()->set_length(p.length);
+      req.mutable_read()->set_client_checks(!p.oss_verifies);
       break;
     case Piece::Op::kWrite:
       req.mutable_write()->set_offset(p.offset);
@@ -373,6 +399,10 @@ Status Striper::Run(std::vector<Piece>& pieces) {
     uint64_t generation = pool_->generation();
     StartAll(pending, timeout_);
     WaitAll(pending);
+    if (std::vector<Piece*> again = TakeBadCrcReads(pending); !again.empty()) {
+      StartAll(again, timeout_);
+      WaitAll(again);
+    }
     std::vector<Piece*> failed;
     for (Piece* p : pending) {
       if (Unreachable(*p)) failed.push_back(p);

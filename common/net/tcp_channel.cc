@@ -504,7 +504,13 @@ Status Core::StartBody() {
 Status Core::FinishFrame(const PendingCall* own, bool* own_done) {
   Status st = net::VerifyBody(
       rx_.h, {reinterpret_cast<const uint8_t*>(rx_.payload.data()), rx_.payload.size()}, rx_.dst);
-  if (!st.ok()) return Status(EBADMSG, "bad reply: " + st.ToString());
+  // A reply with bulk whose body fails its crc fails its call (EBADMSG), and
+  // only it: the header's own crc held, so the stream is intact. Its bulk may
+  // be file data the server sent without reading it (an OSS read with
+  // client_checks): the caller asks again rather than the reconnect re-send,
+  // which would fetch the same bad bytes forever.
+  const bool bad_bulk = !st.ok() && rx_.h.bulk_len > 0;
+  if (!st.ok() && !bad_bulk) return Status(EBADMSG, "bad reply: " + st.ToString());
   good_reply_ = true;  // the peer speaks our protocol
   CallPtr p = std::move(rx_.call);
   Rx next{rx_.gen};
@@ -522,6 +528,9 @@ Status Core::FinishFrame(const PendingCall* own, bool* own_done) {
       p->resp.bulk = std::move(next.scratch);
       p->resp.bulk_len = next.h.bulk_len;
       p->status = next.too_big ? Status(EPROTO, "reply bulk larger than the receive buffer")
+                  : bad_bulk   ? Status(EBADMSG, "reply from " + address_ +
+                                                   " failed its crc check (bulk of " +
+                                                   std::to_string(next.h.bulk_len) + " bytes)")
                                : Status::Ok();
       p->done = true;
       wake = p.get() != own;

@@ -292,7 +292,10 @@ void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
   h.request_id = request_id;
   h.payload_len = static_cast<uint32_t>(f->payload.size());
   h.bulk_len = static_cast<uint32_t>(bulk.size());
-  if (!f->pooled_bulk.empty() && reply.bulk_piece_crcs.size() == BulkCrcPieces(bulk.size())) {
+  if (!f->pooled_bulk.empty() && reply.bulk_value.has_value()) {  // no pass over the bytes
+    h.body_crc = ExtendByValue(net::BodyCrc(payload, {}), *reply.bulk_value, bulk.size());
+  } else if (!f->pooled_bulk.empty() &&
+             reply.bulk_piece_crcs.size() == BulkCrcPieces(bulk.size())) {
     h.body_crc = BodyCrcByPieces(payload, reply.bulk_piece_crcs, bulk.size());
   } else {
     h.body_crc = net::BodyCrc(payload, bulk);

@@ -38,4 +38,8 @@ uint32_t ExtendByPieces(uint32_t crc, std::span<const uint32_t> pieces, size_t b
 uint32_t BodyCrcByPieces(std::span<const uint8_t> payload, std::span<const uint32_t> pieces,
                          size_t bulk_len);
 
+// crc32c::Extend(crc, B) from value = crc32c::Value(B) and len = |B|, without
+// B's bytes: Shift(crc, len) ^ value (a table fold per 4 KiB of len).
+uint32_t ExtendByValue(uint32_t crc, uint32_t value, size_t len);
+
 }  // namespace sfs::rpc

@@ -40,5 +40,18 @@ TEST(BulkCrcTest, AChangedByteChangesTheFoldedCrc) {
   EXPECT_NE(ExtendByPieces(0, PieceCrcs(bulk), bulk.size()), before);
 }
 
+TEST(BulkCrcTest, ExtendByValueEqualsExtendOverTheBytesForEveryLength) {
+  std::mt19937 rng(11);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{47008},
+                   size_t{64} << 10, (size_t{1} << 20) + 4096 + 5, size_t{3} << 20}) {
+    std::vector<uint8_t> bulk(n);
+    for (auto& b : bulk) b = static_cast<uint8_t>(rng());
+    const uint32_t start = crc32c::Value("payload", 7);
+    EXPECT_EQ(ExtendByValue(start, crc32c::Value(bulk.data(), n), n),
+              crc32c::Extend(start, bulk.data(), n))
+        << n;
+  }
+}
+
 }  // namespace
 }  // namespace sfs::rpc

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,6 +63,11 @@ struct Reply {
   // (bulk_crc.h); when there is one per piece, the server folds the frame's
   // crc from them instead of reading the bulk again. REQUIRES: they match it.
   std::vector<uint32_t> bulk_piece_crcs;
+  // Optional, with pooled_bulk, instead of bulk_piece_crcs: the crc32c of the
+  // whole bulk as the handler vouches for it (the OSS folds it from its stored
+  // chunk crcs, without reading the bytes); the server folds the frame's crc
+  // from it. A wrong value makes the client's frame check fail.
+  std::optional<uint32_t> bulk_value;
 };
 
 // Sends the reply of one call. Call it at most once, from any thread, at any

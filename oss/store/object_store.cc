@@ -46,6 +46,7 @@
 #include "oss/store/env.h"
 #include "oss/store/fd_cache.h"
 #include "oss/store/range_lock.h"
+#include "oss/store/stored_crc_read.h"
 #include "oss/store/tombstones.h"
 
 namespace sfs::oss {
@@ -167,6 +168,8 @@ class FileObjectStore : public ObjectStore {
   const std::string& uuid() const override { return uuid_; }
   Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest,
                         std::vector<uint32_t>* piece_crcs = nullptr) override;
+  Result<uint64_t> ReadWithStoredCrc(uint64_t oid, uint64_t off, std::span<uint8_t> dest,
+                                     uint32_t* value) override;
   Status Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data, bool sync,
                std::span<const uint32_t> piece_crcs = {}) override;
   Status Truncate(uint64_t oid, uint64_t size) override;
@@ -300,6 +303,16 @@ Result<uint64_t> FileObjectStore::Read(uint64_t oid, uint64_t off, std::span<uin
   // (found by fuzz/oss_request_fuzzer).
   if (got < dest.size()) std::memset(dest.data() + got, 0, dest.size() - got);
   return got;
+}
+
+Result<uint64_t> FileObjectStore::ReadWithStoredCrc(uint64_t oid, uint64_t off,
+                                                    std::span<uint8_t> dest, uint32_t* value) {
+  SFS_RETURN_IF_ERROR(CheckRange(off, dest.size(), EINVAL));
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
+  if (!fd || !fd->checked()) return Status::Errno(ENOTSUP, "no stored crcs");
+  const CrcSidecar crc(env_, fd->crc());
+  return oss::ReadWithStoredCrc(env_, fd->get(), DirectFd(*fd, dest.size()), crc, off, dest,
+                                value);
 }
 
 // Reads take no lock, so a chunk may be caught between a concurrent

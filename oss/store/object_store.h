@@ -78,6 +78,16 @@ class ObjectStore {
   virtual Result<uint64_t> Read(uint64_t oid, uint64_t off, std::span<uint8_t> dest,
                                 std::vector<uint32_t>* piece_crcs = nullptr) = 0;
 
+  // Read, for a client that checks the bytes end to end (stored_crc_read.h):
+  // sets *value to the crc32c of dest as filled, taken from the stored chunk
+  // crcs, and verifies only the partly covered chunks at the ends. ENOTSUP
+  // (before reading data) when it cannot: no stored crcs, a missing object, a
+  // short range, a chunk being changed; the caller then uses Read.
+  virtual Result<uint64_t> ReadWithStoredCrc(uint64_t /*oid*/, uint64_t /*off*/,
+                                             std::span<uint8_t> /*dest*/, uint32_t* /*value*/) {
+    return Status::Errno(ENOTSUP, "no stored crcs");
+  }
+
   // Writes data at off, creating the object if needed. With sync the data (and
   // a newly created object's name) is durable when this returns OK.
   // piece_crcs, if not empty, are the crc32c of the 4 KiB chunks data

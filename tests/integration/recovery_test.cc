@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -563,6 +564,71 @@ TEST_F(RecoveryTest, AFlippedByteOnDiskIsEioAndLogged) {
   EXPECT_NE(out.find(want), std::string::npos) << "want '" << want << "' in\n" << out;
   EXPECT_EQ(out.find("corrupt data"), out.rfind("corrupt data")) << "one problem only:\n" << out;
   EXPECT_NE(out.find(" 1 problem(s)"), std::string::npos) << out;
+}
+
+// (e2) The same with a read large enough for the OSS to send it unverified
+// (client_checks: the frame crc comes from the stored chunk crcs, stored_crc_read.h):
+// a byte rotted in the middle of a 1 MiB read fails the client's frame check,
+// the client asks again with the OSS verifying, and that read is EIO with the
+// OSS's log line; the mount logs the retry. Never the bad byte.
+TEST_F(RecoveryTest, AByteRottedInALargeUnverifiedReadIsEioNotTheBadByte) {
+  std::string dir = mnt_ + "/bigflip";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  std::vector<uint8_t> data;
+  for (size_t i = 0; i < 32; ++i) {  // 2 MiB in the root's default layout: 1 MiB stripes
+    std::vector<uint8_t> c = ChunkBytes(5, i);
+    data.insert(data.end(), c.begin(), c.end());
+  }
+  {
+    int fd = open((dir + "/f").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    ASSERT_EQ(fsync(fd), 0);
+    ASSERT_EQ(close(fd), 0);
+  }
+  auto attr = client_->ResolvePath(kRoot, "/bigflip/f");
+  ASSERT_TRUE(attr.ok());
+  auto layout = client_->GetLayout(kRoot, attr->ino);
+  ASSERT_TRUE(layout.ok());
+  const auto& o = layout->objects[0];
+  std::string obj = cluster().ObjectPath(*client_, o.ost, o.oid);
+  {
+    int fd = open(obj.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0) << obj << ": " << strerror(errno);
+    uint8_t b = 0;
+    ASSERT_EQ(pread(fd, &b, 1, 300001), 1);  // a middle chunk of the first 1 MiB
+    b ^= 0x80;
+    ASSERT_EQ(pwrite(fd, &b, 1, 300001), 1);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  int fd = open((dir + "/f").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  std::vector<uint8_t> got(1 << 20);
+  // The kernel may return the pages before the bad chunk (a short read);
+  // never the bad byte, and a read from its chunk on is EIO.
+  ssize_t n = pread(fd, got.data(), got.size(), 0);
+  ASSERT_LE(n, 300001) << "the bad byte was returned";
+  if (n > 0) EXPECT_TRUE(std::equal(got.begin(), got.begin() + n, data.begin()));
+  errno = 0;
+  EXPECT_EQ(pread(fd, got.data(), 65536, 299008), -1) << "the bad byte was returned";
+  EXPECT_EQ(errno, EIO);
+  std::vector<uint8_t> second(1 << 20);  // the other stripe is intact and reads
+  EXPECT_EQ(pread(fd, second.data(), second.size(), 1 << 20), 1 << 20);
+  EXPECT_TRUE(std::equal(second.begin(), second.end(), data.begin() + (1 << 20)));
+  close(fd);
+  auto log_of = [&](const std::string& name) { return cluster().root() + "/logs/" + name + ".log"; };
+  auto log_has = [&](const std::string& name, const std::string& what) {
+    std::string text;
+    return ReadFile(log_of(name), &text) && text.find(what) != std::string::npos;
+  };
+  const std::string oss = "oss" + std::to_string(cluster().OssOfOst(*client_, o.ost));
+  EXPECT_TRUE(PollUntil([&] { return log_has(oss, "oid " + std::to_string(o.oid)); },
+                        milliseconds(5000)))
+      << "the verified retry's EIO names the object in " << log_of(oss);
+  EXPECT_TRUE(log_has("mount0", "verified by the OSS") || log_has("mount1", "verified by the OSS"))
+      << "the mount logs the frame check failing and the verified retry";
 }
 
 class OrphanReapTest : public RecoveryTest {
