@@ -323,13 +323,14 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
                                              std::max(1, opts.write_behind_threads));
   }
   Impl* raw = impl.get();
+  // Before the keepalive thread makes the first call that may carry closes.
+  if (opts.close_delay.count() > 0) mds->EnableDeferredCloses(opts.close_delay, kMaxQueuedCloses);
   mds->SetEpochListener([raw] {
     if (Keepalive* k = raw->keepalive_ptr.load()) k->Kick();
   });
   impl->keepalive = std::make_unique<Keepalive>(kPingPeriod, [raw] { raw->Ping(); });
   impl->keepalive_ptr = impl->keepalive.get();
   if (opts.close_delay.count() > 0) {
-    mds->EnableDeferredCloses(opts.close_delay, kMaxQueuedCloses);
     impl->close_flusher = std::thread([raw] { raw->FlushClosesLoop(); });
   }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
