@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -683,11 +684,24 @@ void Core::Shutdown() {
   pending_.clear();
 }
 
-// Several connections to one server, each a Core. Lane i is taken only while
-// lanes 0..i-1 all have calls in flight, so a lone caller keeps to lane 0 and
-// two concurrent callers each lead on their own socket: no follower is woken
-// to read for another, and a server that answers small requests on its I/O
-// thread (sfs-oss reads) serves the lanes in parallel.
+// Several connections to one server, each a Core. A thread with calls in
+// flight on the channel puts its next ones on the same lane; otherwise lane i
+// is taken only while lanes 0..i-1 all have calls in flight. So a lone caller
+// keeps to lane 0, two concurrent callers each lead on their own socket (no
+// follower is woken to read for another, and a server that answers small
+// requests on its I/O thread, as sfs-oss does reads, serves them in
+// parallel), and a caller waiting for any of its calls reads the lane that
+// carries all of them. Spread over lanes, the pieces of one striped read
+// deadlocked: the caller waited on one lane while its replies on another went
+// unread and held the server's memory budget (overload_memory_test).
+class LanedChannel;
+struct ThreadLane {
+  const LanedChannel* chan = nullptr;
+  size_t lane = 0;
+  int calls = 0;  // this thread's calls on chan's lane not yet waited for
+};
+thread_local std::array<ThreadLane, 8> t_lanes;
+
 class LanedChannel final : public Channel {
  public:
   LanedChannel(asio::io_context& io, const std::string& address, int lanes) {
@@ -701,7 +715,9 @@ class LanedChannel final : public Channel {
   std::shared_ptr<PendingCall> Start(uint16_t service, std::string payload,
                                      std::span<const uint8_t> bulk_out, std::span<uint8_t> bulk_in,
                                      const CallOptions& opts) override {
-    const size_t i = PickLane();
+    ThreadLane* t = ThisThreadsLane();
+    const size_t i = t != nullptr && t->calls > 0 ? t->lane : PickLane();
+    if (t != nullptr) *t = {this, i, t->calls + 1};
     lanes_[i]->calls.fetch_add(1, std::memory_order_relaxed);
     auto p = lanes_[i]->core->Start(service, std::move(payload), bulk_out, bulk_in, opts);
     p->lane = i;
@@ -711,6 +727,12 @@ class LanedChannel final : public Channel {
     Lane& l = *lanes_[call->lane];
     Status st = l.core->Wait(call, out);
     l.calls.fetch_sub(1, std::memory_order_relaxed);
+    for (ThreadLane& t : t_lanes) {  // (a Wait on another thread than the Start finds none)
+      if (t.chan == this && t.lane == call->lane && t.calls > 0) {
+        --t.calls;
+        break;
+      }
+    }
     return st;
   }
   const std::string& address() const override { return lanes_[0]->core->address(); }
@@ -721,6 +743,16 @@ class LanedChannel final : public Channel {
     std::shared_ptr<Core> core;
     std::atomic<int> calls{0};  // started and not yet waited for
   };
+  // This thread's entry for this channel if it has calls in flight here,
+  // else a free entry, else null (then calls are not kept together).
+  ThreadLane* ThisThreadsLane() const {
+    ThreadLane* free = nullptr;
+    for (ThreadLane& t : t_lanes) {
+      if (t.calls > 0 && t.chan == this && t.lane < lanes_.size()) return &t;
+      if (t.calls == 0 && free == nullptr) free = &t;
+    }
+    return free;
+  }
   size_t PickLane() const {
     size_t best = 0;
     int least = INT_MAX;

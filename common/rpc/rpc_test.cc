@@ -508,7 +508,7 @@ TEST(RpcIoThreadTest, EachConnectionIsReadByOneIoThreadAndTwoConnectionsByTwo) {
   (*server)->Stop();
 }
 
-TEST(RpcLaneTest, ALoneCallerKeepsToOneLaneAndCallsInFlightTogetherEachTakeTheirOwn) {
+TEST(RpcLaneTest, OneThreadsCallsShareALaneAndConcurrentThreadsEachTakeTheirOwn) {
   ThreadNotingHandler handler;  // its map's keys: the connections calls came on
   auto server = StartTcpServer(ServerOptions{}, &handler);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
@@ -518,19 +518,32 @@ TEST(RpcLaneTest, ALoneCallerKeepsToOneLaneAndCallsInFlightTogetherEachTakeTheir
     std::lock_guard<std::mutex> l(handler.mu);
     return handler.threads.size();
   };
+  auto answer_and_wait = [&](std::vector<std::shared_ptr<PendingCall>>& held) {
+    handler.AnswerHeld("late");
+    for (auto& c : held) {
+      Response r;
+      ASSERT_TRUE(chan->Wait(c, &r).ok());
+      EXPECT_EQ(r.payload, "late");
+    }
+    held.clear();
+  };
   Response r;
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(chan->Call(kServiceMds, "x", {}, {}, &r).ok());
   EXPECT_EQ(connections(), 1u);
-  // Three calls the server holds take lanes 0-2; calls meanwhile go to lane 3.
+  // One thread's calls in flight together stay on its lane, so waiting for any
+  // of them reads the replies of all (a striped read's pieces).
   std::vector<std::shared_ptr<PendingCall>> held;
   for (int i = 0; i < 3; ++i) held.push_back(chan->Start(kServiceMds, "hold", {}, {}, {}));
   while (handler.Held() < 3) ASSERT_TRUE(chan->Call(kServiceMds, "x", {}, {}, &r).ok());
-  EXPECT_EQ(connections(), 4u);
-  handler.AnswerHeld("late");
-  for (auto& c : held) {
-    ASSERT_TRUE(chan->Wait(c, &r).ok());
-    EXPECT_EQ(r.payload, "late");
+  EXPECT_EQ(connections(), 1u);
+  answer_and_wait(held);
+  // Three threads' calls held at once take lanes 0-2; this thread's go to lane 3.
+  for (int t = 0; t < 3; ++t) {
+    std::thread([&] { held.push_back(chan->Start(kServiceMds, "hold", {}, {}, {})); }).join();
   }
+  while (handler.Held() < 3) ASSERT_TRUE(chan->Call(kServiceMds, "x", {}, {}, &r).ok());
+  EXPECT_EQ(connections(), 4u);
+  answer_and_wait(held);
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(chan->Call(kServiceMds, "x", {}, {}, &r).ok());
   EXPECT_EQ(connections(), 4u);
   chan.reset();
