@@ -17,18 +17,6 @@
 namespace sfs::oss {
 namespace {
 
-uint64_t RoundUp(uint64_t v) { return (v + kCrcChunk - 1) / kCrcChunk * kCrcChunk; }
-uint64_t RoundDown(uint64_t v) { return v / kCrcChunk * kCrcChunk; }
-
-// crc32c of a chunk of zeros.
-uint32_t ZeroChunkValue() {
-  static const uint32_t value = [] {
-    std::vector<uint8_t> zeros(kCrcChunk);
-    return crc32c::Value(zeros.data(), zeros.size());
-  }();
-  return value;
-}
-
 std::string Hex32(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof(buf), "%08x", v);
@@ -68,8 +56,8 @@ Result<uint64_t> CheckedObject::Read(uint64_t off, std::span<uint8_t> dest,
   SFS_ASSIGN_OR_RETURN(std::vector<CrcEntry> entries,
                        crc_.Read(first, ChunkOf(end - 1) - first + 1));
   // [run_begin, run_end) is the chunk-aligned part that dest covers whole.
-  const uint64_t run_begin = std::min(RoundUp(off), end);
-  const uint64_t run_end = std::max(RoundDown(end), run_begin);
+  const uint64_t run_begin = std::min(ChunkCeil(off), end);
+  const uint64_t run_end = std::max(ChunkFloor(end), run_begin);
   uint64_t data_end = 0;  // end of the object bytes seen
   std::vector<uint8_t> bounce;
   auto partial = [&](uint64_t a, uint64_t b) -> Status {  // [a, b) within one chunk

@@ -28,6 +28,11 @@ uint32_t ChunkCrc(std::span<const uint8_t> bytes) {
   return c == 0 ? 1 : c;
 }
 
+uint32_t ZeroChunkValue() {
+  static const uint32_t value = crc32c::Value(Zeros(), kCrcChunk);
+  return value;
+}
+
 bool SlotMatches(uint32_t slot, uint32_t crc) {
   static const uint32_t zero_crc = ChunkCrc({});
   return slot == crc || (slot == 0 && crc == zero_crc);

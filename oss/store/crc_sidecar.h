@@ -44,6 +44,13 @@ bool SlotMatches(uint32_t slot, uint32_t crc);
 // Number of chunks that hold bytes [0, size).
 inline uint64_t ChunksFor(uint64_t size) { return (size + kCrcChunk - 1) / kCrcChunk; }
 
+// v rounded down / up to a chunk boundary.
+inline uint64_t ChunkFloor(uint64_t v) { return v / kCrcChunk * kCrcChunk; }
+inline uint64_t ChunkCeil(uint64_t v) { return ChunksFor(v) * kCrcChunk; }
+
+// The plain crc32c of a whole chunk of zeros (a hole's bytes).
+uint32_t ZeroChunkValue();
+
 class CrcSidecar {
  public:
   // REQUIRES: env and fd outlive this view.

@@ -16,17 +16,6 @@
 namespace sfs::oss {
 namespace {
 
-uint64_t RoundUp(uint64_t v) { return (v + kCrcChunk - 1) / kCrcChunk * kCrcChunk; }
-uint64_t RoundDown(uint64_t v) { return v / kCrcChunk * kCrcChunk; }
-
-uint32_t ZeroChunkValue() {
-  static const uint32_t value = [] {
-    std::vector<uint8_t> zeros(kCrcChunk);
-    return crc32c::Value(zeros.data(), zeros.size());
-  }();
-  return value;
-}
-
 Status Fallback(const char* why) { return Status::Errno(ENOTSUP, why); }
 
 // The crc32c of chunks [first, first + count) of an object of `size` bytes
@@ -77,8 +66,8 @@ Result<uint64_t> ReadWithStoredCrc(Env& env, int data_fd, int direct_fd, const C
   if (::fstat(data_fd, &st) != 0) return Status::FromErrno("fstat");
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   const uint64_t end = off + dest.size();
-  const uint64_t head_end = std::min(RoundUp(off), end);
-  const uint64_t tail_begin = std::max(RoundDown(end), head_end);
+  const uint64_t head_end = std::min(ChunkCeil(off), end);
+  const uint64_t tail_begin = std::max(ChunkFloor(end), head_end);
   const uint64_t head = head_end - off, mid = tail_begin - head_end;
   SFS_ASSIGN_OR_RETURN(uint32_t mid_value,
                        MiddleValue(crc, size, head_end / kCrcChunk, mid / kCrcChunk));
