@@ -17,6 +17,7 @@
 #include "common/rpc/rpc.h"
 #include "oss.pb.h"
 #include "oss/service/oss_service.h"
+#include "oss/testing/random_bytes.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -24,12 +25,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-Bytes Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Bytes b(n);
-  for (auto& x : b) x = static_cast<uint8_t>(rng());
-  return b;
-}
+Bytes Random(size_t n, uint32_t seed) { return RandomBytes(n, seed); }
 
 class ClientChecksTest : public ::testing::Test {
  protected:

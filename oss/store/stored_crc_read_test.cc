@@ -14,6 +14,7 @@
 #include "common/crc32c.h"
 #include "oss/store/crc_sidecar.h"
 #include "oss/store/object_store.h"
+#include "oss/testing/random_bytes.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -22,12 +23,7 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 constexpr uint64_t C = kCrcChunk;
 
-Bytes Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Bytes b(n);
-  for (auto& x : b) x = static_cast<uint8_t>(rng());
-  return b;
-}
+Bytes Random(size_t n, uint32_t seed) { return RandomBytes(n, seed); }
 
 class StoredCrcReadTest : public ::testing::Test {
  protected:
