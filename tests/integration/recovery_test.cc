@@ -104,6 +104,34 @@ class RecoveryTest : public ClusterPerTest {
     if (d.ok()) EXPECT_TRUE(client_->SetLayout(kRoot, d->ino, l, false).ok());
     return dir;
   }
+  // Writes data to the file at rel ("/dir/f") through the mount, with an
+  // fsync, and returns its first object with that object's file on its OST.
+  void WriteAndFindFirstObject(const std::string& rel, const std::vector<uint8_t>& data,
+                               client::StripeObject* o, std::string* obj) {
+    int fd = open((mnt_ + rel).c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    ASSERT_EQ(fsync(fd), 0);
+    ASSERT_EQ(close(fd), 0);
+    auto attr = client_->ResolvePath(kRoot, rel);
+    ASSERT_TRUE(attr.ok());
+    auto layout = client_->GetLayout(kRoot, attr->ino);
+    ASSERT_TRUE(layout.ok());
+    *o = layout->objects[0];
+    *obj = cluster().ObjectPath(*client_, o->ost, o->oid);
+  }
+  // Flips the bits of mask in byte off of the file at path (an object on an
+  // OST, behind the OSS's back) and drops the file's cached pages.
+  static void FlipByteOnDisk(const std::string& path, off_t off, uint8_t mask) {
+    int fd = open(path.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0) << path << ": " << strerror(errno);
+    uint8_t b = 0;
+    ASSERT_EQ(pread(fd, &b, 1, off), 1);
+    b ^= mask;
+    ASSERT_EQ(pwrite(fd, &b, 1, off), 1);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
   // Runs the online fsck, then stops the MDS (SIGTERM: it releases its
   // LevelDB lock) and runs the offline fsck over its data and every OST;
   // expects both clean.
@@ -516,28 +544,10 @@ TEST_F(RecoveryTest, AnOpenUnlinkedFileSurvivesAnMdsRestart) {
 TEST_F(RecoveryTest, AFlippedByteOnDiskIsEioAndLogged) {
   std::string dir = StripedDir("flip");
   std::vector<uint8_t> data = ChunkBytes(3, 1);
-  {
-    int fd = open((dir + "/f").c_str(), O_CREAT | O_WRONLY, 0644);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
-    ASSERT_EQ(fsync(fd), 0);
-    ASSERT_EQ(close(fd), 0);
-  }
-  auto attr = client_->ResolvePath(kRoot, "/flip/f");
-  ASSERT_TRUE(attr.ok());
-  auto layout = client_->GetLayout(kRoot, attr->ino);
-  ASSERT_TRUE(layout.ok());
-  const auto& o = layout->objects[0];
-  std::string obj = cluster().ObjectPath(*client_, o.ost, o.oid);
-  {
-    int fd = open(obj.c_str(), O_RDWR);
-    ASSERT_GE(fd, 0) << obj << ": " << strerror(errno);
-    uint8_t b = 0;
-    ASSERT_EQ(pread(fd, &b, 1, 1000), 1);
-    b ^= 0x01;
-    ASSERT_EQ(pwrite(fd, &b, 1, 1000), 1);
-    close(fd);
-  }
+  client::StripeObject o;
+  std::string obj;
+  ASSERT_NO_FATAL_FAILURE(WriteAndFindFirstObject("/flip/f", data, &o, &obj));
+  ASSERT_NO_FATAL_FAILURE(FlipByteOnDisk(obj, 1000, 0x01));
   int fd = open((dir + "/f").c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
   posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -579,29 +589,10 @@ TEST_F(RecoveryTest, AByteRottedInALargeUnverifiedReadIsEioNotTheBadByte) {
     std::vector<uint8_t> c = ChunkBytes(5, i);
     data.insert(data.end(), c.begin(), c.end());
   }
-  {
-    int fd = open((dir + "/f").c_str(), O_CREAT | O_WRONLY, 0644);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
-    ASSERT_EQ(fsync(fd), 0);
-    ASSERT_EQ(close(fd), 0);
-  }
-  auto attr = client_->ResolvePath(kRoot, "/bigflip/f");
-  ASSERT_TRUE(attr.ok());
-  auto layout = client_->GetLayout(kRoot, attr->ino);
-  ASSERT_TRUE(layout.ok());
-  const auto& o = layout->objects[0];
-  std::string obj = cluster().ObjectPath(*client_, o.ost, o.oid);
-  {
-    int fd = open(obj.c_str(), O_RDWR);
-    ASSERT_GE(fd, 0) << obj << ": " << strerror(errno);
-    uint8_t b = 0;
-    ASSERT_EQ(pread(fd, &b, 1, 300001), 1);  // a middle chunk of the first 1 MiB
-    b ^= 0x80;
-    ASSERT_EQ(pwrite(fd, &b, 1, 300001), 1);
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-  }
+  client::StripeObject o;
+  std::string obj;
+  ASSERT_NO_FATAL_FAILURE(WriteAndFindFirstObject("/bigflip/f", data, &o, &obj));
+  ASSERT_NO_FATAL_FAILURE(FlipByteOnDisk(obj, 300001, 0x80));  // a middle chunk of the first 1 MiB
   int fd = open((dir + "/f").c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
   posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
