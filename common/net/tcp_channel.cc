@@ -21,8 +21,8 @@
 // half-way drops the connection). Sockets are shared_ptr-held and only shut
 // down on errors, so an fd stays valid while a caller uses it.
 //
-// Lanes (LanedChannel, below): a channel may hold several such connections
-// to one server and give each call a lane no other call uses, if there is one.
+// Lanes (LanedChannel, laned_channel.h): a channel may hold several such
+// connections to one server and give each call a lane no other call uses, if there is one.
 //
 // Reconnect: when the connection breaks, every call still in flight is sent
 // again on the next connection (same request id and payload). Servers treat
@@ -36,9 +36,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <climits>
 #include <cstring>
 #include <condition_variable>
 #include <deque>
@@ -52,6 +50,7 @@
 #include "common/net/core_channel.h"
 #include "common/net/asio.h"
 #include "common/net/frame.h"
+#include "common/net/laned_channel.h"
 #include "common/rpc/rpc.h"
 
 namespace sfs::rpc {
@@ -124,6 +123,9 @@ class Core : public std::enable_shared_from_this<Core> {
   Status Wait(const std::shared_ptr<PendingCall>& p, Response* out);
   void Shutdown();
   const std::string& address() const { return address_; }
+  // For LanedChannel (laned_channel.h): the lane a call went to.
+  static void SetLane(PendingCall& p, size_t lane) { p.lane = lane; }
+  static size_t LaneOf(const PendingCall& p) { return p.lane; }
 
  private:
   void Kick();  // on strand
@@ -684,88 +686,6 @@ void Core::Shutdown() {
   pending_.clear();
 }
 
-// Several connections to one server, each a Core. A thread with calls in
-// flight on the channel puts its next ones on the same lane; otherwise lane i
-// is taken only while lanes 0..i-1 all have calls in flight. So a lone caller
-// keeps to lane 0, two concurrent callers each lead on their own socket (no
-// follower is woken to read for another, and a server that answers small
-// requests on its I/O thread, as sfs-oss does reads, serves them in
-// parallel), and a caller waiting for any of its calls reads the lane that
-// carries all of them. Spread over lanes, the pieces of one striped read
-// deadlocked: the caller waited on one lane while its replies on another went
-// unread and held the server's memory budget (overload_memory_test).
-class LanedChannel;
-struct ThreadLane {
-  const LanedChannel* chan = nullptr;
-  size_t lane = 0;
-  int calls = 0;  // this thread's calls on chan's lane not yet waited for
-};
-thread_local std::array<ThreadLane, 8> t_lanes;
-
-class LanedChannel final : public Channel {
- public:
-  LanedChannel(asio::io_context& io, const std::string& address, int lanes) {
-    for (int i = 0; i < std::max(1, lanes); ++i) {
-      lanes_.push_back(std::make_unique<Lane>(std::make_shared<Core>(io, address)));
-    }
-  }
-  ~LanedChannel() override {
-    for (auto& l : lanes_) l->core->Shutdown();
-  }
-  std::shared_ptr<PendingCall> Start(uint16_t service, std::string payload,
-                                     std::span<const uint8_t> bulk_out, std::span<uint8_t> bulk_in,
-                                     const CallOptions& opts) override {
-    ThreadLane* t = ThisThreadsLane();
-    const size_t i = t != nullptr && t->calls > 0 ? t->lane : PickLane();
-    if (t != nullptr) *t = {this, i, t->calls + 1};
-    lanes_[i]->calls.fetch_add(1, std::memory_order_relaxed);
-    auto p = lanes_[i]->core->Start(service, std::move(payload), bulk_out, bulk_in, opts);
-    p->lane = i;
-    return p;
-  }
-  Status Wait(const std::shared_ptr<PendingCall>& call, Response* out) override {
-    Lane& l = *lanes_[call->lane];
-    Status st = l.core->Wait(call, out);
-    l.calls.fetch_sub(1, std::memory_order_relaxed);
-    for (ThreadLane& t : t_lanes) {  // (a Wait on another thread than the Start finds none)
-      if (t.chan == this && t.lane == call->lane && t.calls > 0) {
-        --t.calls;
-        break;
-      }
-    }
-    return st;
-  }
-  const std::string& address() const override { return lanes_[0]->core->address(); }
-
- private:
-  struct Lane {
-    explicit Lane(std::shared_ptr<Core> c) : core(std::move(c)) {}
-    std::shared_ptr<Core> core;
-    std::atomic<int> calls{0};  // started and not yet waited for
-  };
-  // This thread's entry for this channel if it has calls in flight here,
-  // else a free entry, else null (then calls are not kept together).
-  ThreadLane* ThisThreadsLane() const {
-    ThreadLane* free = nullptr;
-    for (ThreadLane& t : t_lanes) {
-      if (t.calls > 0 && t.chan == this && t.lane < lanes_.size()) return &t;
-      if (t.calls == 0 && free == nullptr) free = &t;
-    }
-    return free;
-  }
-  size_t PickLane() const {
-    size_t best = 0;
-    int least = INT_MAX;
-    for (size_t i = 0; i < lanes_.size(); ++i) {
-      int n = lanes_[i]->calls.load(std::memory_order_relaxed);
-      if (n == 0) return i;
-      if (n < least) least = n, best = i;
-    }
-    return best;
-  }
-  std::vector<std::unique_ptr<Lane>> lanes_;
-};
-
 class AsioIoContext final : public IoContext {
  public:
   explicit AsioIoContext(int threads) : guard_(asio::make_work_guard(io_)) {
@@ -777,7 +697,9 @@ class AsioIoContext final : public IoContext {
     for (auto& t : threads_) t.join();
   }
   std::unique_ptr<Channel> MakeTcpChannel(const std::string& address, int lanes = 1) override {
-    if (lanes > 1) return std::make_unique<LanedChannel>(io_, address, lanes);
+    if (lanes > 1) {
+      return std::make_unique<LanedChannel<Core>>(lanes, [&] { return std::make_shared<Core>(io_, address); });
+    }
     return std::make_unique<CoreChannel<Core>>(std::make_shared<Core>(io_, address));
   }
 
