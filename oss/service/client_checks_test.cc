@@ -18,6 +18,7 @@
 #include "oss.pb.h"
 #include "oss/service/oss_service.h"
 #include "oss/testing/random_bytes.h"
+#include "oss/testing/store_fixture.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -64,12 +65,7 @@ class ClientChecksTest : public ::testing::Test {
     if (resp != nullptr) *resp = r;
     return Status(r.status().code(), r.status().message());
   }
-  std::string ObjectPath(uint64_t oid) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "/ost0/objects/%02llx/%016llx",
-                  static_cast<unsigned long long>(oid % 256), static_cast<unsigned long long>(oid));
-    return dir_.path() + buf;
-  }
+  std::string ObjectPath(uint64_t oid) { return ObjectFile(dir_.path() + "/ost0", oid); }
 
   TempDir dir_;
   std::unique_ptr<ObjectStore> store_;

@@ -15,6 +15,7 @@
 #include "oss/store/object_store.h"
 #include "oss/testing/fault_env.h"
 #include "oss/testing/random_bytes.h"
+#include "oss/testing/store_fixture.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -25,32 +26,8 @@ constexpr uint64_t C = kCrcChunk;
 
 Bytes Random(size_t n, uint32_t seed) { return RandomBytes(n, seed); }
 
-class ChecksumTest : public ::testing::Test {
+class ChecksumTest : public StoreFixture {
  protected:
-  void SetUp() override { Open(); }
-
-  void Open(bool checksums = true, Env* env = nullptr) {
-    store_.reset();
-    FileStoreOptions opts;
-    opts.checksums = checksums;
-    opts.env = env;
-    auto s = OpenFileObjectStore(dir_.path() + "/ost0", opts);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = std::move(s).value();
-  }
-
-  std::string ObjectPath(uint64_t oid) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "/ost0/objects/%02llx/%016llx",
-                  static_cast<unsigned long long>(oid % 256), static_cast<unsigned long long>(oid));
-    return dir_.path() + buf;
-  }
-
-  void WriteOk(uint64_t oid, uint64_t off, const Bytes& data) {
-    Status st = store_->Write(oid, off, data, false);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
-
   Result<Bytes> Read(uint64_t oid, uint64_t off, size_t len) {
     Bytes b(len, 0xEE);
     Result<uint64_t> r = store_->Read(oid, off, b);
@@ -63,20 +40,6 @@ class ChecksumTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : Bytes();
   }
-
-  // Flips one byte of the object file behind the store's back.
-  void FlipByteOnDisk(uint64_t oid, uint64_t off) {
-    int fd = ::open(ObjectPath(oid).c_str(), O_RDWR);
-    ASSERT_GE(fd, 0);
-    uint8_t b = 0;
-    ASSERT_EQ(::pread(fd, &b, 1, off), 1);
-    b ^= 0x40;
-    ASSERT_EQ(::pwrite(fd, &b, 1, off), 1);
-    ::close(fd);
-  }
-
-  TempDir dir_;
-  std::unique_ptr<ObjectStore> store_;
 };
 
 TEST_F(ChecksumTest, RandomAlignedAndUnalignedWritesReadBackLikeAReference) {

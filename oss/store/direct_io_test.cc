@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "oss/store/object_store.h"
+#include "oss/testing/store_fixture.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -91,10 +92,7 @@ class DirectIoTest : public ::testing::TestWithParam<bool> {
 
   // Evicts the object's clean pages from the page cache.
   void DropCache(uint64_t oid) {
-    char name[64];
-    std::snprintf(name, sizeof(name), "/ost0/objects/%02llx/%016llx",
-                  static_cast<unsigned long long>(oid % 256), static_cast<unsigned long long>(oid));
-    int fd = ::open((dir_.path() + name).c_str(), O_RDONLY);
+    int fd = ::open(ObjectFile(dir_.path() + "/ost0", oid).c_str(), O_RDONLY);
     ASSERT_GE(fd, 0);
     ::fdatasync(fd);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);

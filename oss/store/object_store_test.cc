@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "oss/testing/store_fixture.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -55,12 +56,7 @@ class ObjectStoreTest : public ::testing::Test {
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
 
-  std::string ObjectPath(uint64_t oid) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "/ost0/objects/%02llx/%016llx",
-                  static_cast<unsigned long long>(oid % 256), static_cast<unsigned long long>(oid));
-    return dir_.path() + buf;
-  }
+  std::string ObjectPath(uint64_t oid) { return ObjectFile(dir_.path() + "/ost0", oid); }
 
   std::string TombPath(uint64_t oid) {
     char buf[64];

@@ -15,6 +15,7 @@
 #include "oss/store/crc_sidecar.h"
 #include "oss/store/object_store.h"
 #include "oss/testing/random_bytes.h"
+#include "oss/testing/store_fixture.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -25,27 +26,8 @@ constexpr uint64_t C = kCrcChunk;
 
 Bytes Random(size_t n, uint32_t seed) { return RandomBytes(n, seed); }
 
-class StoredCrcReadTest : public ::testing::Test {
+class StoredCrcReadTest : public StoreFixture {
  protected:
-  void SetUp() override { Open(true); }
-  void Open(bool checksums) {
-    store_.reset();
-    FileStoreOptions opts;
-    opts.checksums = checksums;
-    auto s = OpenFileObjectStore(dir_.path() + "/ost0", opts);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = std::move(s).value();
-  }
-  std::string ObjectPath(uint64_t oid) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "/ost0/objects/%02llx/%016llx",
-                  static_cast<unsigned long long>(oid % 256), static_cast<unsigned long long>(oid));
-    return dir_.path() + buf;
-  }
-  void WriteOk(uint64_t oid, uint64_t off, const Bytes& data) {
-    Status st = store_->Write(oid, off, data, false);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
   // The verified read's bytes, the reference.
   Bytes Verified(uint64_t oid, uint64_t off, size_t len) {
     Bytes b(len, 0xEE);
@@ -66,18 +48,6 @@ class StoredCrcReadTest : public ::testing::Test {
     EXPECT_TRUE(got == want) << "bytes differ, off " << off << " len " << len;
     EXPECT_EQ(value, crc32c::Value(got.data(), got.size())) << "off " << off << " len " << len;
   }
-  void FlipByteOnDisk(uint64_t oid, uint64_t at) {
-    int fd = ::open(ObjectPath(oid).c_str(), O_RDWR);
-    ASSERT_GE(fd, 0);
-    uint8_t b = 0;
-    ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(at)), 1);
-    b ^= 0x40;
-    ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(at)), 1);
-    ::close(fd);
-  }
-
-  TempDir dir_;
-  std::unique_ptr<ObjectStore> store_;
 };
 
 TEST_F(StoredCrcReadTest, BytesAndValueMatchTheVerifiedReadForAlignedAndUnalignedRanges) {
