@@ -243,22 +243,27 @@ bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
     return false;
   }
   rpc::Reply reply;
-  Handle(req, &reply);
+  HandleParsed(oreq, req, &reply);
   done(std::move(reply));
   return true;
 }
 
 void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
-  OssRequest oreq;
-  OssResponse resp;
   reply->bulk.clear();
   reply->pooled_bulk.Reset();
   reply->bulk_piece_crcs.clear();
   reply->bulk_value.reset();
+  OssRequest oreq;
   if (req.service != rpc::kServiceOss || !oreq.ParseFromString(req.payload)) {
     LOG_WARN("malformed request from " << req.peer);
+    OssResponse resp;
     return Finish(Status::Errno(EPROTO, "malformed OSS request"), &resp, reply);
   }
+  HandleParsed(oreq, req, reply);
+}
+
+void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
+  OssResponse resp;
   ObjectStore* store = Find(oreq.ost());
   if (store == nullptr) {
     return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);

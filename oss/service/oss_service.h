@@ -33,6 +33,10 @@
 #include "common/rpc/rpc.h"
 #include "oss/store/object_store.h"
 
+namespace sfs::proto {
+class OssRequest;
+}  // namespace sfs::proto
+
 namespace sfs::oss {
 
 class OssService : public rpc::Handler {
@@ -70,6 +74,9 @@ class OssService : public rpc::Handler {
 
  private:
   ObjectStore* Find(uint32_t ost) const;
+  // Handle() of a request already decoded (TryHandleInline decodes it to
+  // choose). REQUIRES: reply holds no bulk.
+  void HandleParsed(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
 
   uint64_t inline_read_max_ = kDefaultInlineReadMax;
   mutable std::mutex mu_;
