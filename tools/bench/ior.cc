@@ -91,7 +91,10 @@ class IorTask {
     uint64_t key = PatternKey(Rank(), it, 0);
     SFS_RETURN_IF_ERROR(ctx_.Barrier());
     TaskRecord rec{it, kWrite, NowNs()};
-    SFS_ASSIGN_OR_RETURN(auto f, b_.Open(IorFileName(o_, Rank()), O_CREAT | O_WRONLY));
+    // IOR's POSIX backend creates with O_CREAT|O_RDWR (no O_TRUNC): a file system
+    // that treats write-only handles differently is measured as IOR sees it.
+    int flags = O_CREAT | (o_.open_wronly ? O_WRONLY : O_RDWR);
+    SFS_ASSIGN_OR_RETURN(auto f, b_.Open(IorFileName(o_, Rank()), flags));
     rec.io_start_ns = NowNs();
     for (uint64_t off : offsets_) {
       if (o_.fill_pattern()) FillPattern(key, off, Buffer());

@@ -33,6 +33,9 @@ struct IorOptions {
   bool keep = false;               // -k
   bool json = false;               // --json
   bool drop_caches = false;        // --drop-caches: before every read phase
+  // The write phase opens O_CREAT|O_RDWR, as IOR's POSIX backend creates its
+  // files; --open-wronly: O_CREAT|O_WRONLY instead (what sfs-bench did before).
+  bool open_wronly = false;
   int64_t verify_seed_offset = 0;  // hidden: makes every check fail (tests)
 
   int ntasks() const { return geom.ntasks; }

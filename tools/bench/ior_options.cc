@@ -46,6 +46,9 @@ void Register(ArgParser& p, IorOptions& o, RawIor& raw) {
         "                    the tasks (-np, if given, must equal their number)");
   p.Flag("--json", &o.json, "print the results as one JSON object");
   p.Flag("--drop-caches", &o.drop_caches, "drop the page cache before each read (needs root)");
+  p.Flag("--open-wronly", &o.open_wronly,
+         "write phase opens O_CREAT|O_WRONLY (default O_CREAT|O_RDWR, as IOR's POSIX\n"
+         "                    backend; reads open O_RDONLY either way)");
   p.Int("--verify-seed-offset", &o.verify_seed_offset, nullptr);
 }
 
@@ -175,6 +178,7 @@ std::vector<Param> IorParams(const IorOptions& o) {
       {"verify_write", Bool(o.verify_write)},
       {"verify_read", Bool(o.verify_read)},
       {"drop_caches", Bool(o.drop_caches)},
+      {"write_open", o.open_wronly ? "O_CREAT|O_WRONLY" : "O_CREAT|O_RDWR"},
   };
 }
 

@@ -135,7 +135,8 @@ class MdtestTask {
   }
 
   Status Create(const std::string& path) {
-    SFS_ASSIGN_OR_RETURN(auto f, b_.Open(path, O_CREAT | O_EXCL | O_WRONLY));
+    // As mdtest's POSIX backend creates: O_CREAT|O_RDWR.
+    SFS_ASSIGN_OR_RETURN(auto f, b_.Open(path, O_CREAT | O_RDWR));
     if (!data_.empty()) SFS_RETURN_IF_ERROR(f->WriteAt(0, data_));
     return f->Close();
   }
