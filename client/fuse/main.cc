@@ -27,7 +27,7 @@
 #include "client/fuse/bdi.h"
 #include "client/fuse/fuse_ops.h"
 #include "client/fuse/mount_args.h"
-#include "client/fuse/parallel_writes.h"
+#include "client/fuse/wire_flags.h"
 #include "common/log.h"
 
 namespace sfs::fuse {
@@ -158,6 +158,8 @@ int Run(const MountArgs& a) {
     PrintConnectError(a, client.status());
     return 1;
   }
+  // Declared before ops and the session, so that it outlives both.
+  WireFlags wire;
   FuseOps ops(std::move(*client), a.fuse);
   std::vector<char*> argv = FuseArgv(a);
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
@@ -166,9 +168,13 @@ int Run(const MountArgs& a) {
   int code = 1;
   if (fuse_set_signal_handlers(se) == 0) {
     if (fuse_session_mount(se, real) == 0) {
-      // Before the loop reads the first request (see parallel_writes.h).
-      Status pw = EnableParallelDirectWrites(se);
-      if (!pw.ok()) LOG_WARN("writes to one file stay serialised: " << pw.ToString());
+      // Before the loop reads the first request, INIT (see wire_flags.h);
+      // the verdict is logged once the INIT reply is out.
+      if (!a.wire_flags) {
+        LOG_INFO("wire flags: off (-o nowireflags)");
+      } else if (Status st = wire.Install(se); !st.ok()) {
+        LOG_WARN("wire flags: off: " << st.ToString());
+      }
       if (a.read_ahead_kb != 0) {
         Status st = SetReadAheadKb(real, a.read_ahead_kb);
         // Only root may write the knob; other users simply keep the default.

@@ -33,6 +33,7 @@ struct RawArgs {
   unsigned close_delay_ms = 10;
   int splice_write = 0;
   int noleases = 0;
+  int nowireflags = 0;
   char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
   // Set by the callback.
   MountArgs* out = nullptr;
@@ -58,6 +59,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("close_delay_ms=%u", close_delay_ms, 0),
     SFS_OPT("splice_write", splice_write, 1),
     SFS_OPT("noleases", noleases, 1),
+    SFS_OPT("nowireflags", nowireflags, 1),
     SFS_OPT("transport=%s", transport, 0),
     FUSE_OPT_KEY("-f", kKeyForeground),
     FUSE_OPT_KEY("-d", kKeyDebug),
@@ -141,6 +143,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.max_idle_threads =
       raw.max_idle_threads == kIdleAsMax ? raw.max_threads : raw.max_idle_threads;
   out.read_ahead_kb = raw.read_ahead_kb;
+  out.wire_flags = raw.nowireflags == 0;
   out.fuse.max_readahead = raw.read_ahead_kb * 1024;
   out.client.write_behind_bytes = uint64_t{raw.write_behind_kb} * 1024;
   out.client.write_behind_threads = static_cast<int>(std::max(1u, raw.write_behind_threads));
@@ -202,6 +205,8 @@ std::string MountUsage() {
          "  -o noleases             no MDS leases: regular files use file_*_timeout\n"
          "                          (by default they are cached as long as the MDS's lease,\n"
          "                          and changes from other nodes invalidate them first)\n"
+         "  -o nowireflags          send libfuse's replies as they are: no\n"
+         "                          FUSE_DIRECT_IO_ALLOW_MMAP, no FOPEN_PARALLEL_DIRECT_WRITES\n"
          "  -o transport=MODE       auto (default: RDMA per server when it answers), tcp, rdma\n"
          "  other -o options go to libfuse (max_read=N, fsname=, ...)\n";
 }

@@ -4,7 +4,7 @@
 // file_entry_timeout=,
 // rpc_timeout_ms=, connect_timeout_ms=, max_threads=, max_idle_threads=,
 // read_ahead_kb=, write_behind_kb=, write_behind_threads=, close_delay_ms=,
-// splice_write, noleases) are taken out; every other -o option (allow_other, ro,
+// splice_write, noleases, nowireflags) are taken out; every other -o option (allow_other, ro,
 // max_read=, debug, ...) is handed to libfuse, after the defaults we add
 // (default_permissions, fsname=HOST:PORT, subtype=sfs: the mount shows as
 // `HOST:PORT on DIR type fuse.sfs`, the source as written in /etc/fstab, so
@@ -34,6 +34,9 @@ struct MountArgs {
   // after a burst of requests is a thread created again for the next one.
   unsigned max_idle_threads = 64;
   unsigned read_ahead_kb = 4096;   // kernel readahead window; 0 = kernel default
+  // The INIT and open flags libfuse 3.14 cannot send (wire_flags.h); off
+  // with -o nowireflags.
+  bool wire_flags = true;
   // For fuse_session_new: argv[0], then the -o options.
   std::vector<std::string> fuse_argv;
 };

@@ -56,6 +56,16 @@ TEST(MountArgsTest, LeasesAreOnByDefaultAndNoleasesTurnsThemOffForMountAndLibrar
   EXPECT_EQ(Joined(a->fuse_argv).find("noleases"), std::string::npos) << "not for libfuse";
 }
 
+TEST(MountArgsTest, WireFlagsAreOnByDefaultAndNowireflagsTurnsThemOff) {
+  Result<MountArgs> a = Parse({"h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(a->wire_flags);
+  a = Parse({"-o", "nowireflags", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_FALSE(a->wire_flags);
+  EXPECT_EQ(Joined(a->fuse_argv).find("nowireflags"), std::string::npos) << "not for libfuse";
+}
+
 TEST(MountArgsTest, OwnOptionsAreTakenAndOthersPassThrough) {
   Result<MountArgs> a = Parse({"-o", "allow_other,attr_timeout=2.5,rpc_timeout_ms=1500",
                                "h:1", "/m", "-f", "-o", "ro,entry_timeout=0"});
