@@ -38,7 +38,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
     "[--commit-interval-ms N (0 = sync every op)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
-    "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N]";
+    "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N]";
 
 struct Flags {
   std::string data;
@@ -53,6 +53,9 @@ struct Flags {
   // TCP I/O threads. One: inline answers and their replies stay on one thread
   // (a second one is woken for every completion asio posts: futex hand-offs).
   int64_t io_threads = 1;
+  // After a restart, how long only re-asserted locks are granted
+  // (mds/lock/lock_table.h); clients reconnect within about a second.
+  int64_t lock_grace_ms = 6000;
 };
 
 [[noreturn]] void UsageError(const std::string& why) {
@@ -102,6 +105,8 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (a == "--io-threads") {
       f.io_threads = ParseMs(a, v);  // a positive integer
       if (f.io_threads > 64) UsageError("bad value for " + a);
+    } else if (a == "--lock-grace-ms") {
+      f.lock_grace_ms = ParseMs(a, v, /*zero_ok=*/true);
     } else if (a == "--inline") {
       if (value != "on" && value != "off") UsageError("bad value for --inline (on|off)");
       f.inline_handlers = value == "on";
@@ -197,6 +202,17 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   LeaseTable leases(lopts);
   leases.StartTimer();
   MdsService service(&ns, &osts, &leases);
+  // Locks: as for leases, a grace period for reclaims only if an earlier
+  // instance ever granted one. A client silent for its timeout loses them.
+  LockOptions kopts;
+  kopts.client_timeout_ms = flags.client_timeout_ms;
+  std::string lock_marker = flags.data + "/locks_granted";
+  kopts.grace_ms = std::filesystem::exists(lock_marker) ? flags.lock_grace_ms : 0;
+  kopts.on_first_grant = [lock_marker] {
+    if (std::FILE* f = std::fopen(lock_marker.c_str(), "w")) std::fclose(f);
+  };
+  LockTable locks(kopts);
+  service.set_locks(&locks);
   // Inline answers must not wait for the disk: with a commit per op they would.
   service.set_inline(flags.inline_handlers && flags.commit_interval_ms > 0);
   rpc::ServerOptions sopts;

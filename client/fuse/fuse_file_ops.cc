@@ -27,6 +27,7 @@
 // (close) or FSYNC on that handle (docs/durability.md). The worker that
 // sends a write is woken only after the WRITE's reply.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <linux/capability.h>
 #include <sys/stat.h>
 
@@ -34,6 +35,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -42,12 +45,18 @@
 #include "common/log.h"
 
 namespace sfs::fuse {
-namespace {
 
 struct OpenFile {
   std::shared_ptr<client::File> file;
   bool direct = false;  // opened with direct I/O (write-only)
+  // fcntl lock owners that locked through this handle: OFD locks (whose
+  // owner is the open file) end with its release, which carries no owner.
+  std::mutex mu;
+  std::set<uint64_t> lockers;  // GUARDED_BY(mu)
 };
+
+namespace {
+
 
 OpenFile* HandleOf(const fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh); }
 client::File& FileOf(const fuse_file_info* fi) { return *HandleOf(fi)->file; }
@@ -78,10 +87,15 @@ void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const c
   nodes_.NoteMode(a.ino, a.mode);
   bool unchanged = nodes_.KeepCache(a.ino, a.mtime_ns, a.size);
   fi->keep_cache = unchanged && (fi->flags & O_TRUNC) == 0;
-  // A read-only handle has no size to report, so its close needs no FLUSH.
-  fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
+  // A read-only handle has no size to report, so its close needs no FLUSH —
+  // unless locks are cluster-wide: FLUSH is where the kernel says that a
+  // process's POSIX locks end (close(2) of any of its fds on the file).
+  fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY && !opts_.locks;
   const bool writable = (fi->flags & O_ACCMODE) != O_RDONLY;
-  fi->direct_io = (fi->flags & O_ACCMODE) == O_WRONLY;
+  // O_APPEND handles too: one WRITE per write(2), placed by the MDS at the
+  // true end of file (OnWriteBuf), which a page-cache copy at the kernel's
+  // idea of the end would contradict.
+  fi->direct_io = (fi->flags & O_ACCMODE) == O_WRONLY || (writable && (fi->flags & O_APPEND) != 0);
   if (writable) nodes_.OpenedForWrite(a.ino, fi->direct_io != 0);
   auto* h = new OpenFile{std::move(f), fi->direct_io != 0};
   fi->fh = reinterpret_cast<uint64_t>(h);
@@ -171,7 +185,13 @@ void FuseOps::OnWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* bufv, off_
   // write(2) by one wake-up and send.
   std::span<const uint8_t> bytes(data, size);
   bool wake = false;
-  Result<size_t> n = HandleOf(fi)->direct
+  // O_APPEND: the kernel's offset is its cached size, which another mount's
+  // appends may have passed; libsfs appends at the true end (AppendReq).
+  // (A page-cache handle that set O_APPEND later with fcntl keeps the
+  // kernel's offsets: its cached pages are at those.)
+  Result<size_t> n = (fi->flags & O_APPEND) != 0 && opts_.locks && HandleOf(fi)->direct
+                         ? client_->Append(HandleOf(fi)->file, bytes, nullptr, &wake)
+                     : HandleOf(fi)->direct
                          ? client_->WriteBehind(HandleOf(fi)->file, off, bytes, &wake)
                          : client_->Write(FileOf(fi), off, bytes);
   if (!n.ok()) {
@@ -217,11 +237,20 @@ Status FuseOps::RemovePrivs(fuse_req_t req, fuse_ino_t ino) {
 }
 
 void FuseOps::OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  ReplyStatus(req, client_->Flush(FileOf(fi)));
+  // (FLUSH carries no open flags: a read-only handle's Flush has nothing to
+  // report and asks nobody.)
+  Status st = client_->Flush(FileOf(fi));
+  // The closing process's POSIX locks on the file end here (free without any).
+  if (opts_.locks) {
+    Status unlock = client_->ReleaseLocks(ino, fi->lock_owner, /*flock=*/false);
+    if (st.ok()) st = unlock;
+  }
+  ReplyStatus(req, st);
 }
 
 void FuseOps::OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   std::unique_ptr<OpenFile> h(HandleOf(fi));
+  if (opts_.locks) ReleaseHandleLocks(ino, fi, h.get());
   if ((fi->flags & O_ACCMODE) != O_RDONLY) nodes_.ClosedForWrite(ino, h->direct);
   Status st = client_->Close(h->file);
   // close(2) has returned already; the kernel ignores a release error.
@@ -231,6 +260,104 @@ void FuseOps::OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void FuseOps::OnFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
   ReplyStatus(req, client_->Fsync(FileOf(fi), datasync != 0));
+}
+
+// ---- Locks: cluster-wide, granted by the MDS (libsfs SetLock) ----
+//
+// fcntl (POSIX and OFD) locks come as SETLK/SETLKW/GETLK with the kernel's
+// lock owner, flock(2) as FLOCK. The kernel keeps no lock state of its own
+// once we implement these, so the releases are ours too: a process's POSIX
+// locks at FLUSH (OnFlush), flock and OFD locks at the handle's RELEASE.
+// A granted lock drops this mount's cached pages and attributes of the
+// file (the previous holder's writes were flushed before its unlock), so
+// what the next holder reads is what was written under the lock.
+
+namespace {
+
+client::LockSpec SpecOf(const struct flock& l) {
+  client::LockSpec s;
+  s.type = l.l_type;
+  s.start = static_cast<uint64_t>(l.l_start);
+  s.end = l.l_len == 0 ? UINT64_MAX : static_cast<uint64_t>(l.l_start + l.l_len - 1);
+  s.pid = static_cast<uint32_t>(l.l_pid);
+  return s;
+}
+
+// What an interrupted blocking lock needs to cancel its wait.
+struct LockWait {
+  client::Client* client;
+  uint64_t ino;
+  uint64_t owner;
+  bool flock;
+};
+
+void OnLockInterrupt(fuse_req_t, void* data) {
+  auto* w = static_cast<LockWait*>(data);
+  w->client->CancelLockWait(w->ino, w->owner, w->flock);
+}
+
+}  // namespace
+
+void FuseOps::OnGetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock) {
+  Result<client::LockSpec> r = client_->TestLock(ino, fi->lock_owner, false, SpecOf(*lock));
+  if (!r.ok()) return ReplyStatus(req, r.status());
+  struct flock out = *lock;
+  out.l_type = static_cast<short>(r->type);
+  if (r->type != F_UNLCK) {
+    out.l_start = static_cast<off_t>(r->start);
+    out.l_len = r->end == UINT64_MAX ? 0 : static_cast<off_t>(r->end - r->start + 1);
+    out.l_pid = static_cast<pid_t>(r->pid);
+  }
+  fuse_reply_lock(req, &out);
+}
+
+Status FuseOps::DoLock(fuse_req_t req, fuse_ino_t ino, uint64_t owner, bool flock,
+                       const client::LockSpec& spec, bool wait) {
+  LockWait w{client_.get(), ino, owner, flock};
+  if (wait) fuse_req_interrupt_func(req, OnLockInterrupt, &w);
+  Status st = client_->SetLock(ino, owner, flock, spec, wait);
+  if (wait) fuse_req_interrupt_func(req, nullptr, nullptr);
+  if (st.ok() && spec.type != F_UNLCK) {
+    if (fuse_session* se = data_se_.load()) fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
+  }
+  return st;
+}
+
+void FuseOps::OnSetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock,
+                      int sleep) {
+  if (lock->l_type != F_UNLCK) {
+    std::lock_guard<std::mutex> l(HandleOf(fi)->mu);
+    HandleOf(fi)->lockers.insert(fi->lock_owner);
+  }
+  ReplyStatus(req, DoLock(req, ino, fi->lock_owner, false, SpecOf(*lock), sleep != 0));
+}
+
+void FuseOps::OnFlock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
+  client::LockSpec spec;
+  switch (op & ~LOCK_NB) {
+    case LOCK_SH: spec.type = F_RDLCK; break;
+    case LOCK_EX: spec.type = F_WRLCK; break;
+    case LOCK_UN: spec.type = F_UNLCK; break;
+    default: return static_cast<void>(fuse_reply_err(req, EINVAL));
+  }
+  spec.pid = static_cast<uint32_t>(fuse_req_ctx(req)->pid);
+  ReplyStatus(req, DoLock(req, ino, fi->lock_owner, true, spec, (op & LOCK_NB) == 0));
+}
+
+void FuseOps::ReleaseHandleLocks(fuse_ino_t ino, fuse_file_info* fi, OpenFile* h) {
+  if (fi->flock_release) {
+    Status st = client_->ReleaseLocks(ino, fi->lock_owner, /*flock=*/true);
+    if (!st.ok()) LOG_WARN("flock release of inode " << ino << ": " << st.ToString());
+  }
+  std::set<uint64_t> owners;
+  {
+    std::lock_guard<std::mutex> l(h->mu);
+    owners.swap(h->lockers);
+  }
+  for (uint64_t owner : owners) {
+    Status st = client_->ReleaseLocks(ino, owner, /*flock=*/false);
+    if (!st.ok()) LOG_WARN("lock release of inode " << ino << ": " << st.ToString());
+  }
 }
 
 }  // namespace sfs::fuse

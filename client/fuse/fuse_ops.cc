@@ -119,6 +119,7 @@ double FuseOps::EntryTimeout(const client::Attr& a) const {
 }
 
 void FuseOps::StartLeases(fuse_session* se) {
+  data_se_ = se;
   if (!opts_.leases) return;
   {
     std::lock_guard<std::mutex> l(notify_mu_);
@@ -128,6 +129,7 @@ void FuseOps::StartLeases(fuse_session* se) {
 }
 
 void FuseOps::StopLeases() {
+  data_se_ = nullptr;
   std::lock_guard<std::mutex> l(notify_mu_);
   notify_se_ = nullptr;
 }
@@ -221,8 +223,13 @@ void FuseOps::OnInit(fuse_conn_info* conn) {
   // Write data arrives in memory either way: a pipe in between only adds a copy.
   conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE);
   conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_AUTO_INVAL_DATA);
-  // No lock ops are implemented: the kernel keeps flock/fcntl locks locally.
-  conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+  // Locks go to the MDS (cluster-wide); -o nolocks: the kernel's, per mount.
+  if (opts_.locks) {
+    want(FUSE_CAP_POSIX_LOCKS);
+    want(FUSE_CAP_FLOCK_LOCKS);
+  } else {
+    conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+  }
   LOG_INFO("FUSE session up: protocol 7." << conn->proto_minor << ", max_write "
                                           << conn->max_write << ", max_read " << conn->max_read);
 }
@@ -465,6 +472,15 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     };
     o.flush = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnFlush(r, i, f); };
     o.release = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnRelease(r, i, f); };
+    o.getlk = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f, struct flock* l) {
+      Self(r)->OnGetlk(r, i, f, l);
+    };
+    o.setlk = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f, struct flock* l, int s) {
+      Self(r)->OnSetlk(r, i, f, l, s);
+    };
+    o.flock = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f, int op) {
+      Self(r)->OnFlock(r, i, f, op);
+    };
     o.fsync = [](fuse_req_t r, fuse_ino_t i, int d, fuse_file_info* f) {
       Self(r)->OnFsync(r, i, d, f);
     };
@@ -492,8 +508,7 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     o.removexattr = [](fuse_req_t r, fuse_ino_t i, const char* n) {
       Self(r)->OnRemoveXattr(r, i, n);
     };
-    // No access: default_permissions makes the kernel check. No getlk/setlk/
-    // flock: the kernel then keeps locks locally (see fuse_ops.h).
+    // No access: default_permissions makes the kernel check.
     return o;
   }();
   return ops;

@@ -76,8 +76,10 @@
 // - Not implemented, so the kernel answers: fallocate (EOPNOTSUPP), lseek
 //   SEEK_DATA/SEEK_HOLE (the whole file is data), copy_file_range (copied
 //   through the page cache), ioctl. POSIX ACL xattrs are EOPNOTSUPP.
-// - Locks (flock, fcntl) are not implemented: the kernel keeps them locally,
-//   so they work between processes of one mount, not across mounts.
+// - Locks (flock, fcntl POSIX and OFD) are cluster-wide, granted by the MDS
+//   (fuse_file_ops.cc, "Locks"); -o nolocks leaves them to the kernel, per
+//   mount. With locks on, read-only handles get FLUSH too (where a
+//   process's POSIX locks end).
 //
 // Thread-safe: FUSE's multi-threaded loop calls any OnX from any worker.
 #pragma once
@@ -85,6 +87,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse3/fuse_lowlevel.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -112,7 +115,12 @@ struct FuseOptions {
   bool splice_write = false;       // reply read data through a pipe
   uint32_t readdir_page = 512;     // entries per libsfs Readdir call
   uint32_t max_readahead = 0;      // bytes; 0 = what the kernel proposes
+  // Cluster-wide fcntl/flock locks through the MDS (-o nolocks: the
+  // kernel's, per mount).
+  bool locks = true;
 };
+
+struct OpenFile;  // fuse_file_ops.cc: what fi->fh points to
 
 class FuseOps {
  public:
@@ -158,6 +166,11 @@ class FuseOps {
   void OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void OnFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
+  // Locks (fuse_file_ops.cc).
+  void OnGetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock);
+  void OnSetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock,
+               int sleep);
+  void OnFlock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op);
   // Directories (fuse_dir_ops.cc).
   void OnOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void OnReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi);
@@ -200,6 +213,11 @@ class FuseOps {
   void ReplyAttr(fuse_req_t req, const client::Attr& a);
   void ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const client::Attr& a,
                  fuse_file_info* fi, bool with_entry);
+  // One lock call; a grant drops the file's cached pages (fuse_file_ops.cc).
+  Status DoLock(fuse_req_t req, fuse_ino_t ino, uint64_t owner, bool flock,
+                const client::LockSpec& spec, bool wait);
+  // At RELEASE: the handle's flock lock and the OFD locks taken through it.
+  void ReleaseHandleLocks(fuse_ino_t ino, fuse_file_info* fi, OpenFile* h);
   // Before a direct write: what the kernel's file_remove_privs would do.
   Status RemovePrivs(fuse_req_t req, fuse_ino_t ino);
   // One entry about to be added to a readdir reply.
@@ -230,6 +248,9 @@ class FuseOps {
   ReadBuffers read_buffers_{opts_.max_write, 32};
   std::mutex notify_mu_;                 // held across a notify call
   fuse_session* notify_se_ = nullptr;    // GUARDED_BY(notify_mu_)
+  // For data invalidations from request handlers (a lock grant): set from
+  // the mount to the unmount, with or without leases.
+  std::atomic<fuse_session*> data_se_{nullptr};
 };
 
 // The caller's credentials (uid, gid, supplementary groups) for libsfs.

@@ -33,6 +33,7 @@ struct RawArgs {
   unsigned close_delay_ms = 10;
   int splice_write = 0;
   int noleases = 0;
+  int nolocks = 0;
   int nowireflags = 0;
   char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
   // Set by the callback.
@@ -59,6 +60,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("close_delay_ms=%u", close_delay_ms, 0),
     SFS_OPT("splice_write", splice_write, 1),
     SFS_OPT("noleases", noleases, 1),
+    SFS_OPT("nolocks", nolocks, 1),
     SFS_OPT("nowireflags", nowireflags, 1),
     SFS_OPT("transport=%s", transport, 0),
     FUSE_OPT_KEY("-f", kKeyForeground),
@@ -132,6 +134,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.fuse.file_entry_timeout = raw.file_entry_timeout;
   out.fuse.splice_write = raw.splice_write != 0;
   out.fuse.leases = raw.noleases == 0;
+  out.fuse.locks = raw.nolocks == 0;
   out.client.leases = out.fuse.leases;
   out.client.mds_address = out.mds_address;
   out.client.rpc_timeout = std::chrono::milliseconds(raw.rpc_timeout_ms);
@@ -205,6 +208,7 @@ std::string MountUsage() {
          "  -o noleases             no MDS leases: regular files use file_*_timeout\n"
          "                          (by default they are cached as long as the MDS's lease,\n"
          "                          and changes from other nodes invalidate them first)\n"
+         "  -o nolocks              fcntl/flock locks per mount (the kernel's), not cluster-wide\n"
          "  -o nowireflags          send libfuse's replies as they are: no\n"
          "                          FUSE_DIRECT_IO_ALLOW_MMAP, no FOPEN_PARALLEL_DIRECT_WRITES\n"
          "  -o transport=MODE       auto (default: RDMA per server when it answers), tcp, rdma\n"

@@ -30,6 +30,7 @@
 #include "client/lib/io.h"
 #include "client/lib/keepalive.h"
 #include "client/lib/lease_watch.h"
+#include "client/lib/lock_book.h"
 #include "client/lib/mds_client.h"
 #include "client/lib/migrate.h"
 #include "client/lib/oss_pool.h"
@@ -85,6 +86,7 @@ class Client::Impl {
   std::unique_ptr<rpc::IoContext> io;
   std::unique_ptr<ChannelFactory> channels;  // TCP or RDMA per peer (Options::transport)
   std::unique_ptr<MdsClient> mds;
+  std::unique_ptr<LockBook> locks;
   std::unique_ptr<OssPool> pool;
   std::unique_ptr<Striper> striper;
   std::unique_ptr<WriteBehindQueue> wb;  // iff opts.write_behind_bytes > 0
@@ -259,6 +261,8 @@ void Client::Impl::ReopenAll() {
     ++reopened;
   }
   LOG_INFO("MDS recovery: re-opened " << reopened << " file(s), " << failed << " failed");
+  // Within the MDS's grace period, so nobody else got them meanwhile.
+  locks->Reclaim();
 }
 
 void Client::Impl::FlushClosesLoop() {
@@ -312,6 +316,10 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
     int code = st.code() == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
     return Status(code, "cannot reach MDS at " + opts.mds_address + ": " + st.ToString());
   }
+  // One MDS wait of a blocking lock: well inside the RPC deadline.
+  impl->locks = std::make_unique<LockBook>(
+      impl->mds.get(), std::clamp(opts.rpc_timeout / 2, std::chrono::milliseconds(100),
+                                  std::chrono::milliseconds(10000)));
   impl->pool = std::make_unique<OssPool>(impl->channels.get(), impl->mds.get());
   st = impl->pool->Refresh();
   if (!st.ok()) return Status(st.code(), "cannot fetch the OST map: " + st.ToString());
@@ -337,6 +345,40 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
 }
 
 uint64_t Client::client_id() const { return impl_->mds->client_id(); }
+
+// ---- Locks (lock_book.h) ----
+
+Status Client::FlushInode(uint64_t ino) {
+  // A failed background write stays on its handle, for its close(2).
+  impl_->WaitWrites(ino);
+  for (const std::shared_ptr<File>& f : impl_->OpenFiles(ino)) SFS_RETURN_IF_ERROR(ReportSize(*f));
+  return Status::Ok();
+}
+
+Result<LockSpec> Client::TestLock(uint64_t ino, uint64_t owner, bool flock, const LockSpec& want) {
+  return impl_->locks->Test(ino, owner, flock, want);
+}
+
+Status Client::SetLock(uint64_t ino, uint64_t owner, bool flock, const LockSpec& l, bool wait) {
+  // A grant is a coherence point: our handles read to the size the file has
+  // now (what the previous holder wrote and reported before its unlock).
+  auto granted = [this, ino](uint64_t size) {
+    for (const std::shared_ptr<File>& f : impl_->OpenFiles(ino)) {
+      std::lock_guard<std::mutex> lock(f->mu_);
+      f->size_ = std::max(size, f->size_dirty_ ? f->dirty_end_ : 0);
+    }
+  };
+  return impl_->locks->Set(ino, owner, flock, l, wait, [this, ino] { return FlushInode(ino); },
+                           granted);
+}
+
+void Client::CancelLockWait(uint64_t ino, uint64_t owner, bool flock) {
+  impl_->locks->Cancel(ino, owner, flock);
+}
+
+Status Client::ReleaseLocks(uint64_t ino, uint64_t owner, bool flock) {
+  return impl_->locks->Release(ino, owner, flock, [this, ino] { return FlushInode(ino); });
+}
 
 void Client::WatchInvalidations(InvalidationFn fn) {
   if (!impl_->opts.leases || impl_->watch) return;
@@ -497,6 +539,23 @@ Result<size_t> Client::WriteBehind(const std::shared_ptr<File>& f, uint64_t off,
   // Flush/Close waits for it before reporting.
   NoteWritten(*f, off + buf.size());
   return buf.size();
+}
+
+Result<size_t> Client::Append(const std::shared_ptr<File>& f, std::span<const uint8_t> buf,
+                              uint64_t* offset, bool* wake_owed) {
+  if (wake_owed != nullptr) *wake_owed = false;
+  if (buf.empty()) return size_t{0};
+  {
+    std::lock_guard<std::mutex> lock(f->mu_);
+    if (!f->wb_error_.ok()) return f->wb_error_;
+  }
+  // Past anything this client wrote but has not reported yet.
+  const uint64_t mine = impl_->MergeLocal(Attr{.ino = f->ino_, .mode = S_IFREG, .size = f->size()},
+                                          true).size;
+  SFS_ASSIGN_OR_RETURN(uint64_t off,
+                       impl_->mds->Append(f->cred_, f->ino_, buf.size(), mine, NowNs()));
+  if (offset != nullptr) *offset = off;
+  return WriteBehind(f, off, buf, wake_owed);
 }
 
 void Client::WakeWriteBehind() {

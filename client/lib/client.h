@@ -187,6 +187,16 @@ struct Invalidation {
 };
 using InvalidationFn = std::function<void(const Invalidation&)>;
 
+// A file lock (fcntl byte range or flock), as Linux's struct flock after
+// the kernel made it absolute: type F_RDLCK/F_WRLCK/F_UNLCK, [start, end]
+// inclusive with end = UINT64_MAX for "to EOF", and the holder's pid.
+struct LockSpec {
+  int type = 0;
+  uint64_t start = 0;
+  uint64_t end = UINT64_MAX;
+  uint32_t pid = 0;
+};
+
 class Client;
 
 // An open regular file. Thread-safe; shared by every FUSE request on that handle.
@@ -260,6 +270,12 @@ class Client {
   Result<size_t> WriteBehind(const std::shared_ptr<File>& f, uint64_t off,
                              std::span<const uint8_t> buf, bool* wake_owed = nullptr);
   void WakeWriteBehind();
+  // An O_APPEND write: buf lands whole at the true end of file, also when
+  // other clients append at once (the MDS reserves the range; AppendReq),
+  // then is written (behind, with wake_owed as for WriteBehind). Returns
+  // the bytes written and, in *offset, where.
+  Result<size_t> Append(const std::shared_ptr<File>& f, std::span<const uint8_t> buf,
+                        uint64_t* offset, bool* wake_owed = nullptr);
   // Reports the written size to the MDS if it grew.
   Status Flush(File& f);
   // Makes written data durable on the OSSes, and the size and every other
@@ -268,6 +284,23 @@ class Client {
   Status Fsync(File& f, bool datasync);
   // Makes every metadata change acknowledged before it durable (fsyncdir).
   Status SyncMetadata();
+
+  // Cluster-wide locks (issue 14; lock_book.h), granted by the MDS to
+  // (this client, owner); owner is the kernel's lock owner. flock selects
+  // flock(2)'s space (whole-file locks) over fcntl byte ranges.
+  // TestLock: F_GETLK — the first conflicting lock, or type F_UNLCK.
+  Result<LockSpec> TestLock(uint64_t ino, uint64_t owner, bool flock, const LockSpec& want);
+  // Lock or unlock. wait: block until granted (EDEADLK if that would
+  // deadlock, EINTR after CancelLockWait); else EAGAIN on a conflict. An
+  // unlock first makes this client's writes to ino visible to the next
+  // holder (write-behind drained, size reported); a grant is the caller's
+  // cue to drop cached data of ino (the FUSE layer invalidates its pages).
+  Status SetLock(uint64_t ino, uint64_t owner, bool flock, const LockSpec& l, bool wait);
+  // Ends a SetLock wait of (ino, owner, flock) with EINTR (a signal).
+  void CancelLockWait(uint64_t ino, uint64_t owner, bool flock);
+  // Releases everything owner holds on ino in that space (close, flush):
+  // no MDS call unless it holds something.
+  Status ReleaseLocks(uint64_t ino, uint64_t owner, bool flock);
 
   Result<Attr> Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
                      uint64_t rdev);
@@ -345,6 +378,8 @@ class Client {
   Status TakeWriteError(File& f);
   // The size/blocks report of Flush, without its barrier.
   Status ReportSize(File& f);
+  // Flush of every handle this client has open on ino (before an unlock).
+  Status FlushInode(uint64_t ino);
   std::unique_ptr<Impl> impl_;
 };
 

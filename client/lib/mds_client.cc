@@ -144,7 +144,8 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
   for (;;) {
     rpc::CallOptions opts;
     opts.timeout = timeout;
-    opts.held = req->has_watch();  // the MDS holds it until it has news
+    // The MDS holds it until it has news (or the lock is free).
+    opts.held = req->has_watch() || (req->has_lock() && req->lock().wait());
     if (retry) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
@@ -334,6 +335,53 @@ Status MdsClient::Close(const Cred& c, uint64_t ino, uint64_t open_id, const Siz
   cr->set_blocks(r.blocks);
   proto::MdsResponse resp;
   return Call(&c, &req, &resp);
+}
+
+Result<LockSpec> MdsClient::Lock(const LockArgs& a, std::chrono::milliseconds wait,
+                                 std::optional<uint64_t>* size_at_grant) {
+  proto::MdsRequest req;
+  proto::LockReq* l = req.mutable_lock();
+  l->set_ino(a.ino);
+  l->set_owner(a.owner);
+  l->set_pid(a.lock.pid);
+  l->set_type(static_cast<uint32_t>(a.lock.type));
+  l->set_start(a.lock.start);
+  l->set_end(a.lock.end);
+  l->set_flock(a.flock);
+  l->set_wait(a.wait);
+  l->set_wait_ms(static_cast<uint32_t>(wait.count()));
+  l->set_reclaim(a.reclaim);
+  l->set_test(a.test);
+  l->set_cancel(a.cancel);
+  proto::MdsResponse resp;
+  // A wait is held by the MDS: the deadline covers it, and the channel lets
+  // other callers read replies meanwhile.
+  Status st = a.wait ? CallRaw(nullptr, &req, &resp, wait + timeout_, /*retry=*/true)
+                     : Call(nullptr, &req, &resp);
+  if (!st.ok() && resp.status().code() == 0 && IsTransportError(st.code())) {
+    st = Status(EIO, "MDS " + address() + ": " + st.ToString());
+  }
+  SFS_RETURN_IF_ERROR(st);
+  LockSpec out;
+  out.type = static_cast<int>(resp.lock().type());
+  out.start = resp.lock().start();
+  out.end = resp.lock().end();
+  out.pid = resp.lock().pid();
+  if (size_at_grant != nullptr && resp.lock().has_size()) *size_at_grant = resp.lock().size();
+  return out;
+}
+
+Result<uint64_t> MdsClient::Append(const Cred& c, uint64_t ino, uint64_t len,
+                                   uint64_t min_offset, int64_t mtime_ns) {
+  proto::MdsRequest req;
+  proto::AppendReq* a = req.mutable_append();
+  a->set_ino(ino);
+  a->set_len(len);
+  a->set_min_offset(min_offset);
+  a->set_mtime_ns(mtime_ns);
+  SFS_ASSIGN_OR_RETURN(Attr attr, CallForAttr(&c, &req));
+  if (attr.size < len) return Status(EIO, "MDS append reply below the appended length");
+  return attr.size - len;
 }
 
 Status MdsClient::SetSize(const Cred& c, uint64_t ino, const SizeReport& r) {

@@ -60,6 +60,18 @@ struct OpenResult {
   uint64_t open_id = 0;
 };
 
+// One LockReq (mds.proto): a lock, unlock, test, cancel or reclaim.
+struct LockArgs {
+  uint64_t ino = 0;
+  uint64_t owner = 0;
+  bool flock = false;
+  LockSpec lock;
+  bool wait = false;
+  bool reclaim = false;
+  bool test = false;
+  bool cancel = false;
+};
+
 enum class PoolOp { kList, kCreate, kAdd, kRemove, kDestroy };
 
 // What MigrateBegin answers: the file's attributes and both layouts.
@@ -128,6 +140,9 @@ class MdsClient {
   void StopCloses();
   size_t queued_closes() const { return closes_ ? closes_->size() : 0; }
   Status SetSize(const Cred& c, uint64_t ino, const SizeReport& r);
+  // AppendReq: the offset at which len bytes are reserved at end of file.
+  Result<uint64_t> Append(const Cred& c, uint64_t ino, uint64_t len, uint64_t min_offset,
+                          int64_t mtime_ns);
 
   Result<Attr> Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
                      uint64_t rdev);
@@ -172,6 +187,12 @@ class MdsClient {
   // Called before invalidations are applied: a reply that arrives after this
   // carries no lease (it may have been read before the change).
   void NoteInvalidation() { invalidations_.fetch_add(1); }
+
+  // A LockReq; a test returns the conflicting lock (type F_UNLCK: none).
+  // A wait is held by the MDS for at most wait (then EINPROGRESS).
+  // size_at_grant (optional): on a grant, the file's size then (else unset).
+  Result<LockSpec> Lock(const LockArgs& a, std::chrono::milliseconds wait,
+                        std::optional<uint64_t>* size_at_grant = nullptr);
 
   Result<MigratePlan> MigrateBegin(const Cred& c, uint64_t ino, const LayoutSpec& spec);
   // Swaps in plan's new layout (or with abort, frees its objects).

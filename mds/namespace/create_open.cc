@@ -164,6 +164,25 @@ Status Namespace::SetSize(const OpCtx& ctx, const proto::SetSizeReq& req, proto:
   });
 }
 
+Status Namespace::Append(const OpCtx& ctx, const proto::AppendReq& req, proto::Attr* out) {
+  constexpr uint64_t kMaxSize = static_cast<uint64_t>(INT64_MAX);
+  return Mutate(ctx, out, [&](Txn& txn) -> Status {
+    SFS_ASSIGN_OR_RETURN(proto::InodeRec * node, txn.Inode(req.ino()));
+    proto::Attr* a = node->mutable_attr();
+    if (S_ISDIR(a->mode())) return Status::Errno(EISDIR, "is a directory");
+    if (!S_ISREG(a->mode())) return Status::Errno(EINVAL, "not a regular file");
+    const uint64_t off = std::max(a->size(), req.min_offset());
+    if (req.len() > kMaxSize || off > kMaxSize - req.len()) {
+      return Status::Errno(EFBIG, "append past the largest file size");
+    }
+    if (ApplySizeReport(a, true, off + req.len(), req.mtime_ns(), false, 0, txn.now())) {
+      txn.Dirty(req.ino());
+    }
+    *out = *a;
+    return Status::Ok();
+  });
+}
+
 Status Namespace::ReapIfOrphan(uint64_t ino) {
   return Mutate(OpCtx{}, nullptr, [&](Txn& txn) -> Status {
     if (opens_.OpenCount(ino) > 0) return Status::Ok();

@@ -113,6 +113,8 @@ class Namespace {
   Status Open(const OpCtx& ctx, const proto::OpenReq& req, proto::OpenResp* out);
   Status Close(const OpCtx& ctx, const proto::CloseReq& req);
   Status SetSize(const OpCtx& ctx, const proto::SetSizeReq& req, proto::Attr* out);
+  // O_APPEND: reserves req.len bytes at the end of file (mds.proto AppendReq).
+  Status Append(const OpCtx& ctx, const proto::AppendReq& req, proto::Attr* out);
   Status Mknod(const OpCtx& ctx, const proto::MknodReq& req, proto::Attr* out);
   Status Mkdir(const OpCtx& ctx, const proto::MkdirReq& req, proto::Attr* out);
   Status Unlink(const OpCtx& ctx, const proto::UnlinkReq& req);

@@ -97,6 +97,7 @@ std::vector<LeaseInval> InodesChanged(const MdsRequest& r) {
   switch (r.op_case()) {
     case MdsRequest::kSetattr: return {{r.setattr().ino()}};
     case MdsRequest::kSetSize: return {{r.set_size().ino()}};
+    case MdsRequest::kAppend: return {{r.append().ino()}};
     case MdsRequest::kClose:
       if (r.close().has_size() || r.close().has_blocks() || r.close().mtime_ns() != 0) {
         return {{r.close().ino()}};
@@ -142,16 +143,18 @@ void ReplyLater(const MdsResponse& resp, const rpc::ReplyFn& done) {
 }  // namespace
 
 bool MdsService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
-  if (!inline_ || leases_ == nullptr || req.service != rpc::kServiceMds) return false;
+  if (!inline_ || req.service != rpc::kServiceMds) return false;
   MdsRequest r;
   if (!r.ParseFromString(req.payload) || r.op_case() == MdsRequest::kSync) return false;
+  if (leases_ == nullptr && r.op_case() != MdsRequest::kLock) return false;
   HandleParsed(r, std::move(done));
   return true;
 }
 
 void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
   MdsRequest r;
-  if (leases_ == nullptr || req.service != rpc::kServiceMds || !r.ParseFromString(req.payload)) {
+  if (req.service != rpc::kServiceMds || !r.ParseFromString(req.payload) ||
+      (leases_ == nullptr && r.op_case() != MdsRequest::kLock)) {
     Handler::HandleAsync(req, std::move(done));
     return;
   }
@@ -159,6 +162,10 @@ void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
 }
 
 void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
+  if (r.op_case() == MdsRequest::kLock) {
+    Lock(r, std::move(done));
+    return;
+  }
   if (r.op_case() == MdsRequest::kWatch) {
     Watch(r, std::move(done));
     return;
@@ -230,6 +237,7 @@ void MdsService::GrantLease(const MdsRequest& r, uint64_t tick, MdsResponse* res
 
 void MdsService::Watch(const MdsRequest& r, rpc::ReplyFn done) {
   ns_->TouchClient(r.client_id());
+  if (locks_ != nullptr) locks_->Touch(r.client_id());
   uint64_t epoch = ns_->boot_epoch();
   uint32_t lease_ms = leases_->lease_ms();
   auto reply = [done = std::move(done), epoch, lease_ms](std::vector<LeaseInval> items,

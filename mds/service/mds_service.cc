@@ -109,6 +109,7 @@ class Writes {
   void Open() { Done(ns_->Open(ctx_, r_.open(), out_->mutable_open())); }
   void Close() { Done(ns_->Close(ctx_, r_.close())); }
   void SetSize() { Done(ns_->SetSize(ctx_, r_.set_size(), Attr())); }
+  void Append() { Done(ns_->Append(ctx_, r_.append(), Attr())); }
   void Mknod() { Done(ns_->Mknod(ctx_, r_.mknod(), Attr())); }
   void Mkdir() { Done(ns_->Mkdir(ctx_, r_.mkdir(), Attr())); }
   void Unlink() { Done(ns_->Unlink(ctx_, r_.unlink())); }
@@ -175,6 +176,7 @@ bool DispatchWrite(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
     case MdsRequest::kOpen: h.Open(); return true;
     case MdsRequest::kClose: h.Close(); return true;
     case MdsRequest::kSetSize: h.SetSize(); return true;
+    case MdsRequest::kAppend: h.Append(); return true;
     case MdsRequest::kMknod: h.Mknod(); return true;
     case MdsRequest::kMkdir: h.Mkdir(); return true;
     case MdsRequest::kUnlink: h.Unlink(); return true;
@@ -226,6 +228,7 @@ void ApplyDeferredCloses(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
 
 void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   ns_->TouchClient(req.client_id());
+  if (locks_ != nullptr) locks_->Touch(req.client_id());
   ApplyDeferredCloses(ns_, req, resp);
   if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
       !DispatchRegistry(osts_, req, resp)) {

@@ -18,6 +18,7 @@
 
 #include "common/rpc/rpc.h"
 #include "mds/lease/lease_table.h"
+#include "mds/lock/lock_table.h"
 #include "mds/namespace/namespace.h"
 #include "mds/namespace/ost_registry.h"
 
@@ -35,6 +36,9 @@ class MdsService : public rpc::Handler {
   // LevelDB's unsynced log write, and a change that must wait for other
   // clients' leases is held by the LeaseTable, not by the thread.
   void set_inline(bool on) { inline_ = on; }
+  // Cluster-wide file locks (LockReq; lock_ops.cc). Without a table every
+  // lock request is ENOLCK. REQUIRES: set before serving; locks outlives us.
+  void set_locks(LockTable* locks) { locks_ = locks; }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
@@ -45,6 +49,8 @@ class MdsService : public rpc::Handler {
  private:
   // Applies one parsed request (no leases involved).
   void Dispatch(const proto::MdsRequest& req, proto::MdsResponse* resp);
+  // lock_ops.cc: answers through done, maybe later (a blocking lock).
+  void Lock(const proto::MdsRequest& req, rpc::ReplyFn done);
   // lease_ops.cc
   void Watch(const proto::MdsRequest& req, rpc::ReplyFn done);
   void HandleParsed(const proto::MdsRequest& req, rpc::ReplyFn done);
@@ -55,6 +61,7 @@ class MdsService : public rpc::Handler {
   Namespace* const ns_;
   OstRegistry* const osts_;
   LeaseTable* const leases_;
+  LockTable* locks_ = nullptr;
   bool inline_ = false;
   // Stripes over (parent, name): held across "look the name up, apply the op"
   // by ops that remove or create a name of a file, so the looked-up inode is
