@@ -5,20 +5,24 @@
 // kernel's pages only if the file is unchanged since this mount last opened
 // it (NodeTable::KeepCache).
 //
-// Write-only handles use direct I/O: each write(2) is one FUSE WRITE of
+// Write-only handles use direct I/O — and read-write ones, when the kernel
+// took FUSE_DIRECT_IO_ALLOW_MMAP (wire_flags.h; they stay mmappable), and
+// O_APPEND ones: each write(2) is one FUSE WRITE of
 // exactly the caller's bytes, with no page-cache copy. With the page cache
 // the kernel sends an unaligned write's leading partial page as a request of
-// its own, so a 47008-byte write cost two round trips through here. A
-// write-only handle cannot be mmapped, so nothing needs its pages; handles
-// that can read (O_RDONLY, O_RDWR, which may be mmapped shared) keep the
-// page cache. The kernel drops the written range from the page cache before
+// its own, so a 47008-byte write cost two round trips through here, and
+// every write(2) holds the inode lock across its round trip. Read-only
+// handles keep the page cache (and its readahead); so do read-write ones
+// with -o rdwr_cache or on a kernel that refuses to mmap direct-I/O files
+// (a shared mapping of such a handle would be ENODEV). A direct read-write
+// handle reads without the kernel's readahead. The kernel drops the written range from the page cache before
 // a direct write, and the node table keeps a later open from keeping pages
 // cached before it (NodeTable::OpenedForWrite). The kernel does not
 // remove privileges before a direct write (file_remove_privs): RemovePrivs
 // does, as the kernel would have.
 //
 // Write-behind (-o write_behind_kb=N, libsfs Client::WriteBehind): a WRITE
-// on a write-only handle is answered once libsfs has copied its bytes into
+// on a direct handle is answered once libsfs has copied its bytes into
 // the mount's window of writes in flight; the OSS calls finish in the
 // background. FLUSH, FSYNC, RELEASE, SETATTR, READ, GETATTR and LOOKUP of
 // the inode wait for them first (inside libsfs), so this mount reads its own
@@ -42,6 +46,7 @@
 #include <utility>
 
 #include "client/fuse/fuse_ops.h"
+#include "client/fuse/wire_flags.h"
 #include "common/log.h"
 
 namespace sfs::fuse {
@@ -95,7 +100,13 @@ void FuseOps::ReplyOpen(fuse_req_t req, std::shared_ptr<client::File> f, const c
   // O_APPEND handles too: one WRITE per write(2), placed by the MDS at the
   // true end of file (OnWriteBuf), which a page-cache copy at the kernel's
   // idea of the end would contradict.
-  fi->direct_io = (fi->flags & O_ACCMODE) == O_WRONLY || (writable && (fi->flags & O_APPEND) != 0);
+  // O_RDWR handles too once the kernel lets direct-I/O files be mmapped
+  // (FUSE_DIRECT_IO_ALLOW_MMAP): IOR, HDF5 and MPI-IO open O_RDWR, and the
+  // page cache would serialise their writes behind a round trip each.
+  const int acc = fi->flags & O_ACCMODE;
+  const bool rdwr_direct =
+      acc == O_RDWR && opts_.rdwr_direct && wire_ != nullptr && wire_->DirectIoMmapAllowed();
+  fi->direct_io = acc == O_WRONLY || rdwr_direct || (writable && (fi->flags & O_APPEND) != 0);
   if (writable) nodes_.OpenedForWrite(a.ino, fi->direct_io != 0);
   auto* h = new OpenFile{std::move(f), fi->direct_io != 0};
   fi->fh = reinterpret_cast<uint64_t>(h);

@@ -118,7 +118,13 @@ struct FuseOptions {
   // Cluster-wide fcntl/flock locks through the MDS (-o nolocks: the
   // kernel's, per mount).
   bool locks = true;
+  // O_RDWR handles get direct I/O and write-behind, as write-only ones, when
+  // the kernel took FUSE_DIRECT_IO_ALLOW_MMAP (wire_flags.h), so they can
+  // still be mmapped. -o rdwr_cache: they use the page cache.
+  bool rdwr_direct = true;
 };
+
+class WireFlags;  // wire_flags.h
 
 struct OpenFile;  // fuse_file_ops.cc: what fi->fh points to
 
@@ -130,6 +136,9 @@ class FuseOps {
 
   // The operation table; its callbacks find this object as the userdata.
   static const fuse_lowlevel_ops& Table();
+  // What the kernel accepted at INIT (read at each open). REQUIRES: set
+  // before the session starts; wire outlives this object.
+  void SetWireFlags(const WireFlags* wire) { wire_ = wire; }
 
   const NodeTable& nodes() const { return nodes_; }
   const CompleteDirs& complete_dirs() const { return dirs_; }
@@ -251,6 +260,7 @@ class FuseOps {
   // For data invalidations from request handlers (a lock grant): set from
   // the mount to the unmount, with or without leases.
   std::atomic<fuse_session*> data_se_{nullptr};
+  const WireFlags* wire_ = nullptr;
 };
 
 // The caller's credentials (uid, gid, supplementary groups) for libsfs.

@@ -161,6 +161,7 @@ int Run(const MountArgs& a) {
   // Declared before ops and the session, so that it outlives both.
   WireFlags wire;
   FuseOps ops(std::move(*client), a.fuse);
+  ops.SetWireFlags(&wire);
   std::vector<char*> argv = FuseArgv(a);
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
   fuse_session* se = fuse_session_new(&args, &FuseOps::Table(), sizeof(fuse_lowlevel_ops), &ops);

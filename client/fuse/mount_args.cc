@@ -35,6 +35,7 @@ struct RawArgs {
   int noleases = 0;
   int nolocks = 0;
   int nowireflags = 0;
+  int rdwr_cache = 0;
   char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
   // Set by the callback.
   MountArgs* out = nullptr;
@@ -62,6 +63,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("noleases", noleases, 1),
     SFS_OPT("nolocks", nolocks, 1),
     SFS_OPT("nowireflags", nowireflags, 1),
+    SFS_OPT("rdwr_cache", rdwr_cache, 1),
     SFS_OPT("transport=%s", transport, 0),
     FUSE_OPT_KEY("-f", kKeyForeground),
     FUSE_OPT_KEY("-d", kKeyDebug),
@@ -147,6 +149,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
       raw.max_idle_threads == kIdleAsMax ? raw.max_threads : raw.max_idle_threads;
   out.read_ahead_kb = raw.read_ahead_kb;
   out.wire_flags = raw.nowireflags == 0;
+  out.fuse.rdwr_direct = raw.rdwr_cache == 0;
   out.fuse.max_readahead = raw.read_ahead_kb * 1024;
   out.client.write_behind_bytes = uint64_t{raw.write_behind_kb} * 1024;
   out.client.write_behind_threads = static_cast<int>(std::max(1u, raw.write_behind_threads));
@@ -209,6 +212,8 @@ std::string MountUsage() {
          "                          (by default they are cached as long as the MDS's lease,\n"
          "                          and changes from other nodes invalidate them first)\n"
          "  -o nolocks              fcntl/flock locks per mount (the kernel's), not cluster-wide\n"
+         "  -o rdwr_cache           O_RDWR handles use the page cache (default: direct I/O and\n"
+         "                          write-behind, as write-only ones, if the kernel allows mmap)\n"
          "  -o nowireflags          send libfuse's replies as they are: no\n"
          "                          FUSE_DIRECT_IO_ALLOW_MMAP, no FOPEN_PARALLEL_DIRECT_WRITES\n"
          "  -o transport=MODE       auto (default: RDMA per server when it answers), tcp, rdma\n"
