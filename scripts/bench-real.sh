@@ -4,6 +4,8 @@
 #
 #   scripts/bench-real.sh [--peers stripefs,moosefs,fuse-passthrough] [--quick] [--runs N]
 #                         [--dir DIR] [--build BUILD_DIR] [--tools TOOLS_DIR] [--keep]
+#                         [--stripe-count N]   (StripeFS: `sfs setstripe -c N` on the mount root;
+#                                               default: the file system's, 1 stripe as Lustre)
 #
 # --tools: where the tools were built: TOOLS_DIR/bin/ior, TOOLS_DIR/bin/mdtest and
 # TOOLS_DIR/io500 (an IO500 tree built against that IOR; default /work/scratch/io500).
@@ -74,6 +76,7 @@ parse_opts() {
       --quick) QUICK=1; shift ;;
       --keep) KEEP=1; shift ;;
       --runs) RUNS=${2:?--runs needs a number}; shift 2 ;;
+      --stripe-count) export SFS_STRIPE_COUNT=${2:?--stripe-count needs a number}; shift 2 ;;
       -h|--help) usage ;;
       *) echo "bench-real.sh: unknown option: $1" >&2; usage ;;
     esac
@@ -483,6 +486,11 @@ print_table() {
   echo
   local q=""; [ $QUICK = 1 ] && q=" (--quick)"
   echo "Sizes$q: fpp -b $FPP_B per rank; random -b $RAND_B; shared -s $SHARED_SEG × 1 MiB; strided and two-mount -s $UNAL_SEG × 47008 B; mdtest -n $MD_N per rank; IO500 stonewall $IO5_SW s (INVALID for the list: under 300 s). Medians of $RUNS run(s)."
+  if [ -n "${SFS_STRIPE_COUNT:-}" ]; then
+    echo "StripeFS layout: sfs setstripe -c $SFS_STRIPE_COUNT on the mount root (1 MiB stripes)."
+  else
+    echo "StripeFS layout: the file system's default (1 stripe of 1 MiB, as Lustre's)."
+  fi
   [ -f "$RESULTS/tools.txt" ] && echo "Tools: $(paste -sd '|' "$RESULTS/tools.txt" | sed 's/|/ · /g')."
   return 0
 }

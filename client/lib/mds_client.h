@@ -19,7 +19,7 @@
 // TakeEpochChange() turns true once; libsfs then re-opens its open files.
 //
 // Deferred closes (mds.proto; close_queue.h): after EnableDeferredCloses,
-// DeferClose queues a close instead of sending it, and every request but a
+// DeferClose queues a close instead of sending it, and every request but a LockReq or a
 // Watch carries up to kMaxCarriedCloses queued closes; FlushCloses sends
 // what is left. Closes are deferred only while the MDS's last reply said it
 // applies them (MDS_FEATURE_CLOSES); those a request took and the reply did
@@ -206,7 +206,7 @@ class MdsClient {
   Status CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
                  std::chrono::milliseconds timeout, bool retry = false);
   void NoteEpoch(uint64_t epoch);
-  // mds_client_closes.cc: hands queued closes to req (none for a Watch); after
+  // mds_client_closes.cc: hands queued closes to req (none for a Watch or a lock); after
   // the call, puts back those the reply (null: none came) did not count.
   std::vector<DeferredClose> AttachCloses(proto::MdsRequest* req);
   void SettleCloses(std::vector<DeferredClose> taken, const proto::MdsResponse* resp);

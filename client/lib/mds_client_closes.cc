@@ -21,7 +21,9 @@ bool MdsClient::DeferClose(uint64_t ino, uint64_t open_id) {
 
 std::vector<DeferredClose> MdsClient::AttachCloses(proto::MdsRequest* req) {
   // A Watch may be held for seconds: its closes would wait as long.
-  if (!closes_ || req->has_watch() || !mds_applies_closes_.load(std::memory_order_relaxed)) {
+  // Nor a lock request: the MDS answers those on a path of their own (lock_ops.cc).
+  if (!closes_ || req->has_watch() || req->has_lock() ||
+      !mds_applies_closes_.load(std::memory_order_relaxed)) {
     return {};
   }
   std::vector<DeferredClose> taken = closes_->Take(kMaxCarriedCloses);

@@ -12,6 +12,12 @@ stripefs_setup() {
   rm -rf "$d"
   in_ns bash "$ROOT/scripts/cluster.sh" up --oss "$NSERVERS" --dir "$d" --mount "$mnt" --build "$BUILD" ||
     fail "cluster.sh up failed (logs in $d/logs)"
+  # SFS_STRIPE_COUNT (bench-real.sh --stripe-count): the mount root's default layout, as
+  # an administrator sets one for a scratch directory (`lfs setstripe -c -1` on Lustre).
+  if [ -n "${SFS_STRIPE_COUNT:-}" ]; then
+    in_ns "$BUILD/tools/sfs" setstripe -c "$SFS_STRIPE_COUNT" "$mnt" ||
+      fail "sfs setstripe -c $SFS_STRIPE_COUNT $mnt failed"
+  fi
 }
 
 stripefs_mount() {
