@@ -264,6 +264,33 @@ TEST_F(LockTest, AppendsFromFourMountsEachLandWholeAndOnce) {
   EXPECT_EQ(seen.size(), size_t{4 * kRecords});
 }
 
+// Appends taking turns between mounts, each mount keeping its file open: a
+// lone appender appends under its append token without asking the MDS, so
+// the other mount's next append must recall it (the holder reports what it
+// appended) and land after it. The file is every record in turn order.
+TEST_F(LockTest, AppendsTakingTurnsBetweenMountsLandInTurnOrder) {
+  constexpr int kLen = 64, kTurns = 6, kPerTurn = 30;
+  int fds[2];
+  for (int m = 0; m < 2; ++m) {
+    fds[m] = open(On(m, "log").c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+    ASSERT_GE(fds[m], 0);
+  }
+  std::string want;
+  for (int turn = 0; turn < kTurns; ++turn) {
+    for (int r = 0; r < kPerTurn; ++r) {
+      char rec[kLen + 1];
+      snprintf(rec, sizeof(rec), "turn %d mount %d record %02d %*s\n", turn, turn % 2, r, kLen - 26, "");
+      ASSERT_EQ(write(fds[turn % 2], rec, kLen), kLen);
+      want.append(rec, kLen);
+    }
+  }
+  for (int fd : fds) ASSERT_EQ(close(fd), 0);
+  std::string got;
+  ASSERT_TRUE(ReadFile(On(0, "log"), &got));
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(SameBytes(got, want));
+}
+
 // An O_RDWR handle reads its own writes at once, and what another mount
 // wrote and closed before this open.
 TEST_F(LockTest, ReadWriteHandlesSeeTheirOwnAndEarlierClosedWrites) {
