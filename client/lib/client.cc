@@ -122,6 +122,18 @@ class Client::Impl {
   void StopDeferredCloses();
   std::atomic<Keepalive*> keepalive_ptr{nullptr};
 
+  // Append tokens (mds.proto AppendReq.want_token): where this client's next
+  // append to an inode goes, without asking the MDS, and until when.
+  struct AppendToken {
+    uint64_t eof = 0;
+    std::chrono::steady_clock::time_point until;
+  };
+  // Held across a token append (offset taken and queued) and a drop, so a
+  // drop's drain sees every append made under the token.
+  std::mutex append_mu;
+  std::unordered_map<uint64_t, AppendToken> tokens;  // GUARDED_BY(append_mu)
+  uint64_t token_drops = 0;  // GUARDED_BY(append_mu): a grant racing a drop is refused
+
  private:
   std::mutex files_mu_;
   std::unordered_multimap<uint64_t, std::weak_ptr<File>> files_;  // GUARDED_BY(files_mu_)
@@ -160,6 +172,11 @@ Result<Attr> Client::Impl::Truncate(const Cred& c, uint64_t ino, const LayoutSpe
                                     const SetAttrArgs& args) {
   if (!l.objects.empty()) SFS_RETURN_IF_ERROR(striper->Truncate(l, args.size));
   SFS_ASSIGN_OR_RETURN(Attr a, mds->SetAttr(c, ino, args));
+  {
+    std::lock_guard<std::mutex> lock(append_mu);  // its end of file is gone
+    tokens.erase(ino);
+    ++token_drops;
+  }
   for (const std::shared_ptr<File>& f : OpenFiles(ino)) {
     std::lock_guard<std::mutex> lock(f->mu_);
     f->size_ = args.size;
@@ -382,7 +399,34 @@ Status Client::ReleaseLocks(uint64_t ino, uint64_t owner, bool flock) {
 
 void Client::WatchInvalidations(InvalidationFn fn) {
   if (!impl_->opts.leases || impl_->watch) return;
-  impl_->watch = std::make_unique<LeaseWatch>(impl_->mds.get(), std::move(fn));
+  impl_->watch = std::make_unique<LeaseWatch>(
+      impl_->mds.get(), [this, fn = std::move(fn)](const Invalidation& i) {
+        DropAppendToken(i.ino);
+        fn(i);
+      });
+}
+
+void Client::DropAppendToken(uint64_t ino) {
+  uint64_t end = 0;
+  {
+    std::lock_guard<std::mutex> lock(impl_->append_mu);
+    ++impl_->token_drops;
+    auto t = impl_->tokens.find(ino);
+    if (t == impl_->tokens.end()) return;
+    end = t->second.eof;
+    impl_->tokens.erase(t);
+  }
+  // The end this client appended to, reported here and now: a close's own
+  // report may be in flight (its handle no longer counts as unreported),
+  // and the other client's append must not start before it.
+  impl_->WaitWrites(ino);
+  std::vector<std::shared_ptr<File>> files = impl_->OpenFiles(ino);
+  if (files.empty()) return;  // every handle closed: each close reported its size
+  SizeReport r;
+  r.has_size = true;
+  r.size = impl_->MergeLocal(Attr{.ino = ino, .mode = S_IFREG, .size = end}, true).size;
+  Status st = impl_->mds->SetSize(files.front()->cred_, ino, r);
+  if (!st.ok()) LOG_WARN("appends to inode " << ino << " not reported: " << st.ToString());
 }
 
 // ---- attributes ----
@@ -550,12 +594,41 @@ Result<size_t> Client::Append(const std::shared_ptr<File>& f, std::span<const ui
     if (!f->wb_error_.ok()) return f->wb_error_;
   }
   // Past anything this client wrote but has not reported yet.
-  const uint64_t mine = impl_->MergeLocal(Attr{.ino = f->ino_, .mode = S_IFREG, .size = f->size()},
-                                          true).size;
-  SFS_ASSIGN_OR_RETURN(uint64_t off,
-                       impl_->mds->Append(f->cred_, f->ino_, buf.size(), mine, NowNs()));
+  auto mine = [&] {
+    return impl_->MergeLocal(Attr{.ino = f->ino_, .mode = S_IFREG, .size = f->size()}, true).size;
+  };
+  const auto now = std::chrono::steady_clock::now();
+  {
+    // Under a token: the end this client knows is the true end of file.
+    std::lock_guard<std::mutex> lock(impl_->append_mu);
+    auto t = impl_->tokens.find(f->ino_);
+    if (t != impl_->tokens.end() && now < t->second.until) {
+      const uint64_t off = std::max(t->second.eof, mine());
+      Result<size_t> n = WriteBehind(f, off, buf, wake_owed);
+      if (n.ok()) t->second.eof = off + buf.size();
+      if (offset != nullptr) *offset = off;
+      return n;
+    }
+    if (t != impl_->tokens.end()) impl_->tokens.erase(t);
+  }
+  uint64_t drops;
+  {
+    std::lock_guard<std::mutex> lock(impl_->append_mu);
+    drops = impl_->token_drops;
+  }
+  uint32_t token_ms = 0;
+  SFS_ASSIGN_OR_RETURN(uint64_t off, impl_->mds->Append(f->cred_, f->ino_, buf.size(), mine(),
+                                                        NowNs(), /*want_token=*/true,
+                                                        &token_ms));
   if (offset != nullptr) *offset = off;
-  return WriteBehind(f, off, buf, wake_owed);
+  std::lock_guard<std::mutex> lock(impl_->append_mu);
+  Result<size_t> n = WriteBehind(f, off, buf, wake_owed);
+  // Counted from before the request went out, less a margin: the MDS counts
+  // it from its grant, plus one.
+  if (n.ok() && token_ms > 250 && impl_->token_drops == drops) {
+    impl_->tokens[f->ino_] = {off + buf.size(), now + std::chrono::milliseconds(token_ms - 250)};
+  }
+  return n;
 }
 
 void Client::WakeWriteBehind() {

@@ -380,6 +380,10 @@ class Client {
   Status ReportSize(File& f);
   // Flush of every handle this client has open on ino (before an unlock).
   Status FlushInode(uint64_t ino);
+  // On any invalidation of ino (watch thread), before it is acked: an
+  // append token on ino is given up, and what was appended under it drained
+  // and reported, so that another client's append starts past it.
+  void DropAppendToken(uint64_t ino);
   std::unique_ptr<Impl> impl_;
 };
 

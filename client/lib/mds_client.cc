@@ -372,15 +372,22 @@ Result<LockSpec> MdsClient::Lock(const LockArgs& a, std::chrono::milliseconds wa
 }
 
 Result<uint64_t> MdsClient::Append(const Cred& c, uint64_t ino, uint64_t len,
-                                   uint64_t min_offset, int64_t mtime_ns) {
+                                   uint64_t min_offset, int64_t mtime_ns, bool want_token,
+                                   uint32_t* token_ms) {
   proto::MdsRequest req;
   proto::AppendReq* a = req.mutable_append();
   a->set_ino(ino);
   a->set_len(len);
   a->set_min_offset(min_offset);
   a->set_mtime_ns(mtime_ns);
-  SFS_ASSIGN_OR_RETURN(Attr attr, CallForAttr(&c, &req));
+  a->set_want_token(want_token);
+  proto::MdsResponse resp;
+  uint64_t invals = invalidations_.load();
+  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+  SFS_ASSIGN_OR_RETURN(Attr attr, AttrOf(resp, invals));
   if (attr.size < len) return Status(EIO, "MDS append reply below the appended length");
+  // AttrOf dropped the lease if an invalidation began meanwhile: then no token.
+  if (token_ms != nullptr) *token_ms = attr.lease_ms > 0 ? resp.append_token_ms() : 0;
   return attr.size - len;
 }
 

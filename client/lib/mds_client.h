@@ -141,8 +141,12 @@ class MdsClient {
   size_t queued_closes() const { return closes_ ? closes_->size() : 0; }
   Status SetSize(const Cred& c, uint64_t ino, const SizeReport& r);
   // AppendReq: the offset at which len bytes are reserved at end of file.
+  // want_token: ask for the append token; *token_ms (if not null) is how
+  // long it lasts from before the call (0: none, or an invalidation began
+  // meanwhile).
   Result<uint64_t> Append(const Cred& c, uint64_t ino, uint64_t len, uint64_t min_offset,
-                          int64_t mtime_ns);
+                          int64_t mtime_ns, bool want_token = false,
+                          uint32_t* token_ms = nullptr);
 
   Result<Attr> Mknod(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
                      uint64_t rdev);

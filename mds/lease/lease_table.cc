@@ -150,6 +150,27 @@ void LeaseTable::Revoke(uint64_t requester, std::vector<LeaseInval> items,
   for (auto& f : calls) f();
 }
 
+void LeaseTable::Recall(uint64_t holder, LeaseInval item, int64_t until_ms,
+                        std::function<void()> done) {
+  Calls calls;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const int64_t now = now_();
+    if (until_ms <= now) {
+      calls.push_back(std::move(done));
+    } else {
+      Pending p;  // requester 0: no client, so no wait cycle runs through it
+      Enqueue(holder, item, until_ms, &p);
+      ClientState& cs = clients_[holder];
+      if (cs.held) AnswerWatch(cs, now, &calls);
+      p.done = std::move(done);
+      pending_.push_back(std::move(p));
+      cv_.notify_all();
+    }
+  }
+  for (auto& f : calls) f();
+}
+
 void LeaseTable::Enqueue(uint64_t client, const LeaseInval& item, int64_t expiry, Pending* p) {
   ClientState& cs = clients_[client];
   uint64_t seq = ++cs.last_seq;

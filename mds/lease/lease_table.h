@@ -103,6 +103,12 @@ class LeaseTable {
   // period is over (possibly inline).
   void Revoke(uint64_t requester, std::vector<LeaseInval> items, std::function<void()> done);
 
+  // Sends item to holder alone, whether or not it holds a lease now, and
+  // calls done once it acked it or at until_ms (the append token's end,
+  // append_ops.cc). Unlike Revoke, never stops waiting to break a cycle:
+  // the holder must have acted on the item before done runs.
+  void Recall(uint64_t holder, LeaseInval item, int64_t until_ms, std::function<void()> done);
+
   // The client unmounts: answers its held poll, drops its leases and queued
   // invalidations (revocations stop waiting on it) and its watch, so it gets no
   // lease until it polls again.

@@ -68,6 +68,36 @@ TEST_F(LeaseTableTest, ARevocationWaitsUntilTheHolderAcksItsInvalidation) {
   EXPECT_FALSE(b2.has_value()) << "nothing left to send: the poll is held";
 }
 
+// An append token's recall (append_ops.cc): sent to the holder even after
+// its lease was revoked by someone else, and waited for until it acks.
+TEST_F(LeaseTableTest, ARecallReachesAHolderWithoutALeaseAndWaitsForItsAck) {
+  std::optional<Polled> b;
+  Poll(table_, kB, 0, &b);
+  ASSERT_GT(table_.Grant(kB, 10, table_.Tick()), 0u);
+  bool revoked = false, recalled = false;
+  table_.Revoke(kA, {{10}}, [&] { revoked = true; });  // B's lease is gone now
+  ASSERT_TRUE(b.has_value());
+  table_.Recall(kB, {10}, now_ + 5500, [&] { recalled = true; });
+  EXPECT_FALSE(recalled);
+  std::optional<Polled> b2;
+  Poll(table_, kB, b->seq, &b2);  // acks the revocation only
+  EXPECT_TRUE(revoked);
+  ASSERT_TRUE(b2.has_value()) << "the recall is sent though B holds no lease";
+  EXPECT_FALSE(recalled);
+  std::optional<Polled> b3;
+  Poll(table_, kB, b2->seq, &b3);
+  EXPECT_TRUE(recalled);
+}
+
+TEST_F(LeaseTableTest, ARecallOfASilentHolderEndsAtItsDeadline) {
+  bool recalled = false;
+  table_.Recall(kB, {10}, now_ + 100, [&] { recalled = true; });
+  EXPECT_FALSE(recalled);
+  now_ += 101;
+  table_.RunDue();
+  EXPECT_TRUE(recalled);
+}
+
 TEST_F(LeaseTableTest, AClientThatLeavesStopsDelayingChangesAndGetsNoMoreLeases) {
   std::optional<Polled> b;
   Poll(table_, kB, 0, &b);

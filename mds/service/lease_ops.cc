@@ -170,10 +170,19 @@ void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
     Watch(r, std::move(done));
     return;
   }
+  if (r.op_case() == MdsRequest::kAppend) {
+    Append(r, std::move(done));
+    return;
+  }
   uint64_t tick = leases_->Tick();
   MdsResponse resp;
   std::vector<LeaseInval> changed = ApplyLocked(r, &resp);
-  GrantLease(r, tick, &resp);
+  Reply(r, tick, std::move(resp), std::move(changed), std::move(done));
+}
+
+void MdsService::Reply(const MdsRequest& r, uint64_t tick, MdsResponse resp,
+                       std::vector<LeaseInval> changed, rpc::ReplyFn done, bool granted) {
+  if (!granted) GrantLease(r, tick, &resp);
   if (resp.status().code() != 0) changed.clear();
   if (changed.empty()) {
     ReplyLater(resp, done);

@@ -14,6 +14,7 @@
 #include <array>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/rpc/rpc.h"
@@ -53,6 +54,12 @@ class MdsService : public rpc::Handler {
   void Lock(const proto::MdsRequest& req, rpc::ReplyFn done);
   // lease_ops.cc
   void Watch(const proto::MdsRequest& req, rpc::ReplyFn done);
+  // append_ops.cc: an AppendReq, recalling another client's token first.
+  void Append(const proto::MdsRequest& req, rpc::ReplyFn done);
+  // Grants the reply's leases (unless granted already) and answers after
+  // the revocations of `changed`.
+  void Reply(const proto::MdsRequest& r, uint64_t tick, proto::MdsResponse resp,
+             std::vector<LeaseInval> changed, rpc::ReplyFn done, bool granted = false);
   void HandleParsed(const proto::MdsRequest& req, rpc::ReplyFn done);
   std::vector<LeaseInval> ApplyLocked(const proto::MdsRequest& req, proto::MdsResponse* resp);
   std::vector<LeaseInval> NamesChanged(const proto::MdsRequest& req);
@@ -62,6 +69,21 @@ class MdsService : public rpc::Handler {
   OstRegistry* const osts_;
   LeaseTable* const leases_;
   LockTable* locks_ = nullptr;
+  // Append tokens (append_ops.cc): who may append to an inode without asking.
+  struct AppendToken {
+    uint64_t client = 0;
+    int64_t expires_ms = 0;    // the holder's lease ends (MDS clock, margin included)
+  };
+  struct LastAppend {
+    uint64_t client = 0;
+    int64_t at_ms = 0;
+  };
+  std::mutex tokens_mu_;
+  std::unordered_map<uint64_t, AppendToken> tokens_;     // GUARDED_BY(tokens_mu_)
+  std::unordered_map<uint64_t, LastAppend> last_append_; // GUARDED_BY(tokens_mu_)
+  // Recalls in flight per inode: no token is granted on it meanwhile (the
+  // holder may still be reporting what it appended under the old one).
+  std::unordered_map<uint64_t, int> recalling_;          // GUARDED_BY(tokens_mu_)
   bool inline_ = false;
   // Stripes over (parent, name): held across "look the name up, apply the op"
   // by ops that remove or create a name of a file, so the looked-up inode is
