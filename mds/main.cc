@@ -4,8 +4,10 @@
 // timeouts, client session expiry, orphan reaping). Runs in the foreground;
 // prints "LISTENING host:port" on stdout once serving; SIGTERM/SIGINT stop it
 // cleanly (a last metadata commit, then exit 0); bad flags exit 2 with a
-// one-line usage. --commit-interval-ms: how often acknowledged metadata is
-// fdatasync'ed (0 = before every reply); see docs/durability.md. --inline
+// one-line usage. --commit-interval-ms: 0 (the default) commits every
+// metadata change before its reply; N > 0 acknowledges first and commits
+// every N ms (faster, loses up to N ms on power loss); see
+// docs/durability.md. --inline
 // off: every request goes through the worker pool (MdsService::set_inline).
 // --io-threads N: TCP I/O threads (default 1: inline answers need no other).
 #include <signal.h>
@@ -37,7 +39,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
-    "[--commit-interval-ms N (0 = sync every op)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
+    "[--commit-interval-ms N (0 = commit before every reply, the default)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
     "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N]";
 
 struct Flags {
@@ -187,7 +189,9 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   OssDestroyer destroyer(io.get());
   DestroyQueue queue(store->get(), &osts, &destroyer);
   ns.SetDestroyNotifier([&queue] { queue.Notify(); });
-  queue.SetLinger(std::chrono::milliseconds(flags.commit_interval_ms));
+  // Destroys wait a moment so that one commit covers a burst of unlinks.
+  queue.SetLinger(std::chrono::milliseconds(flags.commit_interval_ms > 0 ? flags.commit_interval_ms
+                                                                         : 1000));
   queue.Start();
   Housekeeper housekeeper(&ns, &osts, flags.ost_timeout_ms);
   // Leases: only if an earlier instance granted some may a client still hold
@@ -213,8 +217,9 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   };
   LockTable locks(kopts);
   service.set_locks(&locks);
-  // Inline answers must not wait for the disk: with a commit per op they would.
-  service.set_inline(flags.inline_handlers && flags.commit_interval_ms > 0);
+  // Inline answers never wait for the disk: a reply waiting for its commit is
+  // held by the Committer, not by the I/O thread.
+  service.set_inline(flags.inline_handlers);
   rpc::ServerOptions sopts;
   sopts.host = host;
   sopts.port = port;

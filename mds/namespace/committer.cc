@@ -10,6 +10,16 @@
 #include "common/log.h"
 
 namespace sfs::mds {
+namespace {
+thread_local Committer::DeferScope* tl_scope = nullptr;
+}  // namespace
+
+Committer::DeferScope::DeferScope() : outer_(tl_scope) { tl_scope = this; }
+Committer::DeferScope::~DeferScope() {
+  tl_scope = outer_;
+  if (outer_ != nullptr) outer_->Note(seq_);
+}
+Committer::DeferScope* Committer::DeferScope::Current() { return tl_scope; }
 
 Committer::Committer(KvStore* store, int64_t interval_ms)
     : store_(store), interval_(interval_ms > 0 ? interval_ms : 0) {}
@@ -55,6 +65,51 @@ Status Committer::SyncStore() {
   return failed_;
 }
 
+void Committer::WhenDurable(uint64_t seq, std::function<void(const Status&)> fn) {
+  Status st;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    st = failed_;
+    if (st.ok() && seq > committed_.load(std::memory_order_acquire) && !stop_) {
+      waiters_.push_back({seq, std::move(fn)});
+      if (!waiter_thread_.joinable()) waiter_thread_ = std::thread([this] { WaiterLoop(); });
+      cv_.notify_all();
+      return;
+    }
+  }
+  // Durable already, failed, or stopping (no thread to hand it to): here.
+  if (st.ok() && seq > committed_.load(std::memory_order_acquire)) st = Commit();
+  fn(st);
+}
+
+// Commits while anyone waits: each pass covers every write noted before it
+// began, so the replies of all ops that arrived during the previous fsync go
+// out after the next one.
+void Committer::WaiterLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l, [&] { return stop_ || !waiters_.empty(); });
+    if (waiters_.empty()) return;  // stopping, nothing left
+    l.unlock();
+    Status st = Commit();
+    const uint64_t done = committed_.load(std::memory_order_acquire);
+    l.lock();
+    std::vector<Waiter> ready;
+    for (size_t i = 0; i < waiters_.size();) {
+      if (!st.ok() || waiters_[i].seq <= done) {
+        ready.push_back(std::move(waiters_[i]));
+        waiters_[i] = std::move(waiters_.back());
+        waiters_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    l.unlock();
+    for (Waiter& w : ready) w.fn(st);
+    l.lock();
+  }
+}
+
 void Committer::Loop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!cv_.wait_for(l, interval_, [&] { return stop_; })) {
@@ -76,6 +131,9 @@ Status Committer::Stop() {
   if (again) return Commit();
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // The waiter thread answers everyone queued before it sees stop_ (its last
+  // passes commit), so no held reply is dropped.
+  if (waiter_thread_.joinable()) waiter_thread_.join();
   Status st;
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -10,7 +10,12 @@
 // and fsyncdir, object destroys): it returns once everything noted before it
 // is durable, joining a running commit where it can (KvStore::Sync groups
 // concurrent callers). With interval 0 there is no thread and the namespace
-// calls Commit() after every op (the old sync-per-op behaviour).
+// commits before every reply: an op waits for its Commit() (sync each op),
+// or, inside a DeferScope (the RPC service), returns at once having noted the
+// write, and the service holds the reply until WhenDurable() says a commit
+// covered it. A waiter thread then fdatasyncs back to back while anything
+// waits, so every reply waits for at most two commits and concurrent ops
+// share one (group commit), without holding a worker or the I/O thread.
 //
 // A failed Sync is sticky: the OS may have dropped the dirty pages it could
 // not write, so no later Sync can promise what came before it; every later
@@ -23,15 +28,17 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "mds/namespace/kv_store.h"
 
 namespace sfs::mds {
 
-inline constexpr int64_t kDefaultCommitIntervalMs = 1000;
+inline constexpr int64_t kDefaultCommitIntervalMs = 0;
 
 class Committer {
  public:
@@ -40,8 +47,36 @@ class Committer {
   ~Committer();
 
   bool sync_each_op() const { return interval_.count() == 0; }
-  // Records that a batch was written (call after KvStore::Write returned).
-  void NoteWrite() { written_.fetch_add(1, std::memory_order_acq_rel); }
+  // Records that a batch was written (call after KvStore::Write returned);
+  // returns its number for WhenDurable.
+  uint64_t NoteWrite() { return written_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+  // The number of writes noted so far, and of those known durable.
+  uint64_t written() const { return written_.load(std::memory_order_acquire); }
+  uint64_t committed() const { return committed_.load(std::memory_order_acquire); }
+  // Calls fn once write number `seq` (and every one before it) is durable,
+  // with the commit's status (the sticky error if commits failed); at once,
+  // on this thread, if it is already. Otherwise fn runs on the waiter thread
+  // (started on first use), which must not block in it for long.
+  void WhenDurable(uint64_t seq, std::function<void(const Status&)> fn);
+
+  // While one is alive on a thread, Namespace ops in sync-each-op mode do not
+  // wait for their commit there: they note what to wait for in the scope
+  // (seq(), 0 if nothing), and the caller waits with WhenDurable. Nests.
+  class DeferScope {
+   public:
+    DeferScope();
+    ~DeferScope();
+    DeferScope(const DeferScope&) = delete;
+    DeferScope& operator=(const DeferScope&) = delete;
+    uint64_t seq() const { return seq_; }
+    // The innermost scope of this thread, or null.
+    static DeferScope* Current();
+    void Note(uint64_t seq) { seq_ = seq > seq_ ? seq : seq_; }
+
+   private:
+    DeferScope* const outer_;
+    uint64_t seq_ = 0;
+  };
   // Returns once every write noted before this call is durable. No fsync when
   // nothing was noted since the last commit.
   Status Commit();
@@ -57,6 +92,7 @@ class Committer {
 
  private:
   void Loop();
+  void WaiterLoop();
   Status SyncStore();
   // committed_ = max(committed_, target).
   void RaiseCommitted(uint64_t target);
@@ -73,6 +109,12 @@ class Committer {
   bool stopped_ = false;   // GUARDED_BY(mu_): Stop() finished its final commit
   Status failed_;          // GUARDED_BY(mu_): the first failed Sync, sticky
   std::thread thread_;
+  struct Waiter {
+    uint64_t seq;
+    std::function<void(const Status&)> fn;
+  };
+  std::vector<Waiter> waiters_;  // GUARDED_BY(mu_)
+  std::thread waiter_thread_;    // GUARDED_BY(mu_) to start; joined by Stop()
 };
 
 }  // namespace sfs::mds

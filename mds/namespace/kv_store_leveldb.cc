@@ -14,7 +14,8 @@
 // one, which covers every caller queued meanwhile. The log file is known
 // from LogTrackingEnv, which sees LevelDB create each log; when LevelDB moves
 // to a new log it fdatasyncs the old one first, so nothing written there
-// is left out by a Sync that then syncs only the new one.
+// is left out by a Sync that then syncs only the new one, and fsyncs the
+// directory so that the new log's name is durable before anything in it.
 #include <fcntl.h>
 #include <leveldb/db.h>
 #include <leveldb/env.h>
@@ -79,6 +80,15 @@ class LogTrackingEnv : public leveldb::EnvWrapper {
   void Track(const std::string& fname) {
     int fd = ::open(fname.c_str(), O_RDONLY | O_CLOEXEC);
     std::shared_ptr<LogFd> next = fd >= 0 ? std::make_shared<LogFd>(fd) : nullptr;
+    // The new log's name must survive a power loss too: LevelDB syncs the
+    // directory only with a new MANIFEST, and the log may be written (and
+    // synced by us) before the MANIFEST names it.
+    size_t slash = fname.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : fname.substr(0, slash);
+    if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+      (void)::fsync(dfd);
+      ::close(dfd);
+    }
     std::shared_ptr<LogFd> old;
     {
       std::lock_guard<std::mutex> l(mu_);

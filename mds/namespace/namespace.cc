@@ -144,7 +144,13 @@ Status Namespace::Mutate(const OpCtx& ctx, google::protobuf::Message* result, co
     }
   }
   // Otherwise the commit thread (or a client's SyncReq) makes it durable.
-  if (st.ok() && need_sync && committer_.sync_each_op()) SFS_RETURN_IF_ERROR(committer_.Commit());
+  if (st.ok() && need_sync && committer_.sync_each_op()) {
+    if (Committer::DeferScope* scope = Committer::DeferScope::Current()) {
+      scope->Note(committer_.written());  // the caller holds the reply until then
+    } else {
+      SFS_RETURN_IF_ERROR(committer_.Commit());
+    }
+  }
   return st;
 }
 

@@ -5,9 +5,11 @@
 // mu_, validates against the committed state, and commits all its changes as
 // ONE KvBatch written with sync=false. It replies once the batch is written:
 // then it survives the death of sfs-mds (LevelDB's log is in the page cache).
-// The Committer makes it durable against power loss within
-// commit_interval_ms, or at once for Sync() (a client's fsync/fsyncdir);
-// with commit_interval_ms 0 every op syncs before it returns (committer.h).
+// The Committer makes it durable against power loss before the reply (the
+// default, commit_interval_ms 0: the op syncs before it returns, or inside a
+// Committer::DeferScope notes the write for the caller to wait on), or, with
+// an interval, within commit_interval_ms and at once for Sync() (a client's
+// fsync/fsyncdir); see committer.h.
 // Reads take the shared side.
 //
 // Idempotence: a mutation whose OpCtx carries (client_id, xid), both
@@ -94,6 +96,10 @@ class Namespace {
   // Stops the commit thread after a last commit (for a clean shutdown).
   Status StopCommits() { return committer_.Stop(); }
   const Committer& committer() const { return committer_; }
+  // fn(status) once write `seq` (from a Committer::DeferScope) is durable.
+  void WhenDurable(uint64_t seq, std::function<void(const Status&)> fn) {
+    committer_.WhenDurable(seq, std::move(fn));
+  }
   // Called (outside any lock) after new destroy records were committed.
   void SetDestroyNotifier(std::function<void()> fn) { notify_destroy_ = std::move(fn); }
 

@@ -58,7 +58,8 @@ void MdsService::Append(const proto::MdsRequest& r, rpc::ReplyFn done) {
   }
   uint64_t tick = leases_->Tick();
   proto::MdsResponse resp;
-  std::vector<LeaseInval> changed = ApplyLocked(r, &resp);
+  uint64_t durable_seq = 0;
+  std::vector<LeaseInval> changed = ApplyLocked(r, &resp, &durable_seq);
   GrantLease(r, tick, &resp);
   const uint32_t granted = resp.has_attr() ? resp.attr().lease_ms() : 0;
   if (resp.status().code() == 0 && r.append().want_token() && !contended && granted > 0) {
@@ -66,7 +67,8 @@ void MdsService::Append(const proto::MdsRequest& r, rpc::ReplyFn done) {
     resp.set_append_token_ms(granted);
   }
   lock.unlock();
-  Reply(r, tick, std::move(resp), std::move(changed), std::move(done), /*granted=*/true);
+  Reply(r, tick, std::move(resp), std::move(changed), std::move(done), /*granted=*/true,
+        durable_seq);
 }
 
 }  // namespace sfs::mds

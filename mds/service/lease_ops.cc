@@ -176,13 +176,53 @@ void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
   }
   uint64_t tick = leases_->Tick();
   MdsResponse resp;
-  std::vector<LeaseInval> changed = ApplyLocked(r, &resp);
-  Reply(r, tick, std::move(resp), std::move(changed), std::move(done));
+  uint64_t durable_seq = 0;
+  std::vector<LeaseInval> changed = ApplyLocked(r, &resp, &durable_seq);
+  Reply(r, tick, std::move(resp), std::move(changed), std::move(done), /*granted=*/false,
+        durable_seq);
+}
+
+// Only what fsync promises is exempt: a size or mtime report (close, the
+// size a write reached, an append's reservation) and the open record of an
+// open. They reply at once, and the commit they start runs behind them.
+static bool AckWaitsForCommit(const MdsRequest& r, const MdsResponse& resp) {
+  switch (r.op_case()) {
+    case MdsRequest::kClose:
+    case MdsRequest::kSetSize:
+    case MdsRequest::kAppend:
+    case MdsRequest::kOpen:
+      return false;
+    case MdsRequest::kCreate:
+      return resp.open().created();
+    default:
+      return true;
+  }
+}
+
+rpc::ReplyFn MdsService::Durably(const MdsRequest& r, const MdsResponse& resp, uint64_t seq,
+                                 rpc::ReplyFn done) {
+  if (!AckWaitsForCommit(r, resp)) {
+    ns_->WhenDurable(seq, [](const Status&) {});
+    return done;
+  }
+  return [this, seq, done = std::move(done)](rpc::Reply reply) mutable {
+    ns_->WhenDurable(seq, [reply = std::move(reply), done = std::move(done)](const Status& st) mutable {
+      if (!st.ok()) {  // applied but maybe not durable: the caller must not count on it
+        MdsResponse err;
+        err.mutable_status()->set_code(st.code() != 0 ? st.code() : EIO);
+        err.mutable_status()->set_message(st.message());
+        reply.payload = err.SerializeAsString();
+      }
+      done(std::move(reply));
+    });
+  };
 }
 
 void MdsService::Reply(const MdsRequest& r, uint64_t tick, MdsResponse resp,
-                       std::vector<LeaseInval> changed, rpc::ReplyFn done, bool granted) {
+                       std::vector<LeaseInval> changed, rpc::ReplyFn done, bool granted,
+                       uint64_t durable_seq) {
   if (!granted) GrantLease(r, tick, &resp);
+  if (durable_seq != 0) done = Durably(r, resp, durable_seq, std::move(done));
   if (resp.status().code() != 0) changed.clear();
   if (changed.empty()) {
     ReplyLater(resp, done);
@@ -192,10 +232,16 @@ void MdsService::Reply(const MdsRequest& r, uint64_t tick, MdsResponse resp,
                   [resp = std::move(resp), done = std::move(done)] { ReplyLater(resp, done); });
 }
 
-std::vector<LeaseInval> MdsService::ApplyLocked(const MdsRequest& r, MdsResponse* resp) {
+std::vector<LeaseInval> MdsService::ApplyLocked(const MdsRequest& r, MdsResponse* resp,
+                                                uint64_t* durable_seq) {
   StripeGuard guard(name_locks_, r);
   std::vector<LeaseInval> changed = NamesChanged(r);
-  Dispatch(r, resp);
+  {
+    // Commit before reply without holding this thread: the reply waits.
+    Committer::DeferScope scope;
+    Dispatch(r, resp);
+    *durable_seq = scope.seq();
+  }
   for (LeaseInval& i : InodesChanged(r)) changed.push_back(std::move(i));
   if (resp->status().code() == 0) {
     for (LeaseInval& i : DirsChanged(r, *resp)) changed.push_back(std::move(i));

@@ -2,8 +2,12 @@
 // are answered only after the other holders acked (fake clock, no network).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "mds/namespace/test_util.h"
 #include "mds/service/mds_service.h"
@@ -17,6 +21,10 @@ using Slot = std::shared_ptr<std::optional<proto::MdsResponse>>;
 class LeaseServiceTest : public NamespaceTest {
  protected:
   void SetUp() override {
+    // These tests look at a reply as soon as the service sends it; with a
+    // commit before each reply it would come later, from the commit thread
+    // (that is tested by CommitBeforeReplyTest below).
+    opts_.commit_interval_ms = 3600000;
     NamespaceTest::SetUp();
     LeaseOptions o;
     o.grace_ms = 0;
@@ -187,6 +195,86 @@ TEST_F(LeaseServiceTest, AChangeByTheOnlyHolderIsAnsweredAtOnce) {
   ASSERT_TRUE(done->has_value());
   EXPECT_EQ((*done)->attr().attr().mode() & 0777, 0600u);
   EXPECT_EQ((*done)->attr().lease_ms(), 5000u);
+}
+
+
+// The default mode: a change is answered only once it is durable, and the
+// reply is held by the Committer, not by the calling thread.
+class CommitBeforeReplyTest : public NamespaceTest {
+ protected:
+  void SetUp() override {
+    opts_.commit_interval_ms = 0;
+    NamespaceTest::SetUp();
+    LeaseOptions o;
+    o.grace_ms = 0;  // a fresh MDS: nobody can hold a lease yet
+    leases_ = std::make_unique<LeaseTable>(o);
+    service_ = std::make_unique<MdsService>(ns_.get(), osts_.get(), leases_.get());
+  }
+  void TearDown() override {
+    service_.reset();
+    leases_.reset();
+    NamespaceTest::TearDown();
+  }
+  struct Answer {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    bool sent_on_caller = false;
+    uint64_t committed_at_reply = 0;
+    uint64_t written_at_reply = 0;
+    proto::MdsResponse resp;
+  };
+  std::shared_ptr<Answer> Send(proto::MdsRequest req) {
+    req.set_client_id(kA);
+    req.set_xid(++xid_);
+    rpc::Request r;
+    r.service = rpc::kServiceMds;
+    r.payload = req.SerializeAsString();
+    auto a = std::make_shared<Answer>();
+    const std::thread::id caller = std::this_thread::get_id();
+    service_->HandleAsync(r, [this, a, caller](rpc::Reply reply) {
+      std::lock_guard<std::mutex> l(a->mu);
+      a->sent_on_caller = std::this_thread::get_id() == caller;
+      a->committed_at_reply = ns_->committer().committed();
+      a->written_at_reply = ns_->committer().written();
+      EXPECT_TRUE(a->resp.ParseFromString(reply.payload));
+      a->done = true;
+      a->cv.notify_all();
+    });
+    return a;
+  }
+  bool Wait(Answer& a) {
+    std::unique_lock<std::mutex> l(a.mu);
+    return a.cv.wait_for(l, std::chrono::seconds(10), [&] { return a.done; });
+  }
+  std::unique_ptr<LeaseTable> leases_;
+  std::unique_ptr<MdsService> service_;
+  uint64_t xid_ = 0;
+};
+
+TEST_F(CommitBeforeReplyTest, AChangeIsAnsweredOnlyOnceCommitted) {
+  const uint64_t commits = ns_->committer().commits();
+  for (const char* name : {"a", "b", "c"}) {
+    proto::MdsRequest req;
+    req.mutable_mkdir()->set_parent(kRootIno);
+    req.mutable_mkdir()->set_name(name);
+    req.mutable_mkdir()->set_mode(0755);
+    auto a = Send(req);
+    ASSERT_TRUE(Wait(*a)) << "no reply within 10 s";
+    EXPECT_EQ(a->resp.status().code(), 0) << a->resp.status().message();
+    EXPECT_FALSE(a->sent_on_caller) << "the caller's thread waited for the disk";
+    EXPECT_GE(a->committed_at_reply, a->written_at_reply) << "answered before its commit";
+  }
+  EXPECT_GE(ns_->committer().commits(), commits + 1);
+}
+
+TEST_F(CommitBeforeReplyTest, AReadIsAnsweredAtOnce) {
+  proto::MdsRequest req;
+  req.mutable_getattr()->set_ino(kRootIno);
+  auto a = Send(req);
+  ASSERT_TRUE(a->done) << "a read waited";
+  EXPECT_TRUE(a->sent_on_caller);
+  EXPECT_EQ(a->resp.status().code(), 0);
 }
 
 }  // namespace

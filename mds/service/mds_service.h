@@ -34,8 +34,9 @@ class MdsService : public rpc::Handler {
 
   // With inline on, every request but SyncReq (which waits for the disk) is
   // answered on the server's I/O thread: metadata ops only touch memory and
-  // LevelDB's unsynced log write, and a change that must wait for other
-  // clients' leases is held by the LeaseTable, not by the thread.
+  // LevelDB's unsynced log write, a change that must wait for other clients'
+  // leases is held by the LeaseTable, and one that must wait for its commit
+  // by the Committer, not by the thread.
   void set_inline(bool on) { inline_ = on; }
   // Cluster-wide file locks (LockReq; lock_ops.cc). Without a table every
   // lock request is ENOLCK. REQUIRES: set before serving; locks outlives us.
@@ -58,10 +59,17 @@ class MdsService : public rpc::Handler {
   void Append(const proto::MdsRequest& req, rpc::ReplyFn done);
   // Grants the reply's leases (unless granted already) and answers after
   // the revocations of `changed`.
+  // durable_seq: the metadata write the op made (Committer::DeferScope);
+  // the reply waits until it is durable, unless the op is exempt.
   void Reply(const proto::MdsRequest& r, uint64_t tick, proto::MdsResponse resp,
-             std::vector<LeaseInval> changed, rpc::ReplyFn done, bool granted = false);
+             std::vector<LeaseInval> changed, rpc::ReplyFn done, bool granted = false,
+             uint64_t durable_seq = 0);
+  // done, held until write `seq` is durable (or with the commit's error).
+  rpc::ReplyFn Durably(const proto::MdsRequest& r, const proto::MdsResponse& resp, uint64_t seq,
+                       rpc::ReplyFn done);
   void HandleParsed(const proto::MdsRequest& req, rpc::ReplyFn done);
-  std::vector<LeaseInval> ApplyLocked(const proto::MdsRequest& req, proto::MdsResponse* resp);
+  std::vector<LeaseInval> ApplyLocked(const proto::MdsRequest& req, proto::MdsResponse* resp,
+                                      uint64_t* durable_seq);
   std::vector<LeaseInval> NamesChanged(const proto::MdsRequest& req);
   void GrantLease(const proto::MdsRequest& req, uint64_t tick, proto::MdsResponse* resp);
 
