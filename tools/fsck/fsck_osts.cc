@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "mds/fsck/fsck_internal.h"
+#include "tools/fsck/fsck_internal.h"
 #include "mds/namespace/keys.h"
 #include "oss/store/crc_sidecar.h"
 #include "oss/store/env.h"

@@ -1,6 +1,6 @@
 // fsck on namespaces corrupted on purpose: each kind of damage is found, one
 // line per problem, repaired with repair=true, and a second run is clean.
-#include "mds/fsck/fsck.h"
+#include "tools/fsck/fsck.h"
 
 #include <fcntl.h>
 #include <unistd.h>
