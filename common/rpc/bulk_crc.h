@@ -1,7 +1,7 @@
 // BulkCrc: the crc32c of each 4 KiB piece of a bulk buffer, and a frame's
 // body crc folded from those pieces without reading the bytes again.
 //
-// Why: the OSS keeps a crc32c per 4 KiB chunk on disk (oss/store/crc_sidecar.h)
+// Why: the OSS keeps a crc32c per 4 KiB chunk on disk (common/ondisk/chunk_crc.h)
 // and the wire frame carries one crc32c over payload + bulk. Computing both
 // read every byte of file data twice (a fifth of sfs-oss's samples after
 // O_DIRECT took the page-cache copy away). With the pieces' crcs, the frame

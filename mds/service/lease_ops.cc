@@ -15,6 +15,8 @@
 // unlink/rmdir/rename removed (on the inodes they pointed to), and every
 // name added or removed, on its directory (a directory's lease covers its
 // names, so a negative entry cached under it is revoked by the create).
+// Which names, directory and inodes each op touches is the table in
+// mds/lease/op_effects.h; this file only orders the steps.
 // Nothing waits in steps 1-3, and step 4 holds no lock and no worker, so a
 // slow or stopped client can delay only the changes to files it leases.
 #include <sys/stat.h>
@@ -23,6 +25,7 @@
 #include <functional>
 
 #include "mds.pb.h"
+#include "mds/lease/op_effects.h"
 #include "mds/service/mds_service.h"
 
 namespace sfs::mds {
@@ -41,77 +44,6 @@ Cred CredOf(const MdsRequest& r) {
 
 size_t Stripe(uint64_t parent, const std::string& name) {
   return std::hash<std::string>()(name) ^ (parent * 0x9E3779B97F4A7C15ull);
-}
-
-// The (parent, name) pairs whose binding the op may change, for name locks
-// and for the revocation of the parents' leases.
-std::vector<std::pair<uint64_t, std::string>> NamesOf(const MdsRequest& r) {
-  switch (r.op_case()) {
-    case MdsRequest::kCreate: return {{r.create().parent(), r.create().name()}};
-    case MdsRequest::kMknod: return {{r.mknod().parent(), r.mknod().name()}};
-    case MdsRequest::kMkdir: return {{r.mkdir().parent(), r.mkdir().name()}};
-    case MdsRequest::kSymlink: return {{r.symlink().parent(), r.symlink().name()}};
-    case MdsRequest::kLink: return {{r.link().new_parent(), r.link().new_name()}};
-    case MdsRequest::kUnlink: return {{r.unlink().parent(), r.unlink().name()}};
-    case MdsRequest::kRmdir: return {{r.rmdir().parent(), r.rmdir().name()}};
-    case MdsRequest::kRename:
-      return {{r.rename().parent(), r.rename().name()},
-              {r.rename().new_parent(), r.rename().new_name()}};
-    default: return {};
-  }
-}
-
-// The directory whose names a reply lets the client cache (parent_lease_ms):
-// the one a named op looks in, creates or removes in, or lists. 0: none.
-uint64_t DirOf(const MdsRequest& r) {
-  switch (r.op_case()) {
-    case MdsRequest::kLookup: return r.lookup().parent();
-    case MdsRequest::kCreate: return r.create().parent();
-    case MdsRequest::kMknod: return r.mknod().parent();
-    case MdsRequest::kMkdir: return r.mkdir().parent();
-    case MdsRequest::kSymlink: return r.symlink().parent();
-    case MdsRequest::kLink: return r.link().new_parent();
-    case MdsRequest::kUnlink: return r.unlink().parent();
-    case MdsRequest::kRmdir: return r.rmdir().parent();
-    case MdsRequest::kReaddir: return r.readdir().ino();
-    case MdsRequest::kRename:
-      return r.rename().parent() == r.rename().new_parent() ? r.rename().parent() : 0;
-    default: return 0;
-  }
-}
-
-// The names an applied op added or removed, each revoked on its directory:
-// a directory's lease covers its attributes (mtime, nlink) and every name in
-// it, present or absent, so its holders forget the name (a negative entry
-// too) and the directory's attributes. A create that opened an existing file
-// changed no name.
-std::vector<LeaseInval> DirsChanged(const MdsRequest& r, const MdsResponse& resp) {
-  if (r.op_case() == MdsRequest::kCreate && !resp.open().created()) return {};
-  std::vector<LeaseInval> out;
-  for (auto& [parent, name] : NamesOf(r)) out.push_back({parent, parent, name});
-  return out;
-}
-
-// Inodes whose attributes the op changes (names are handled by NamesChanged).
-std::vector<LeaseInval> InodesChanged(const MdsRequest& r) {
-  switch (r.op_case()) {
-    case MdsRequest::kSetattr: return {{r.setattr().ino()}};
-    case MdsRequest::kSetSize: return {{r.set_size().ino()}};
-    case MdsRequest::kAppend: return {{r.append().ino()}};
-    case MdsRequest::kClose:
-      if (r.close().has_size() || r.close().has_blocks() || r.close().mtime_ns() != 0) {
-        return {{r.close().ino()}};
-      }
-      return {};
-    case MdsRequest::kLink: return {{r.link().ino()}};
-    case MdsRequest::kMigrateCommit:
-      return r.migrate_commit().abort() ? std::vector<LeaseInval>{}
-                                        : std::vector<LeaseInval>{{r.migrate_commit().ino()}};
-    case MdsRequest::kSetLayout: return {{r.set_layout().ino()}};
-    case MdsRequest::kSetxattr: return {{r.setxattr().ino()}};
-    case MdsRequest::kRemovexattr: return {{r.removexattr().ino()}};
-    default: return {};
-  }
 }
 
 // Locks the stripes of a request's names in index order (no deadlock between
@@ -253,13 +185,8 @@ std::vector<LeaseInval> MdsService::ApplyLocked(const MdsRequest& r, MdsResponse
 // (before the op): regular files and directories, the inodes leases are
 // granted on. REQUIRES: their stripes held.
 std::vector<LeaseInval> MdsService::NamesChanged(const MdsRequest& r) {
-  std::vector<std::pair<uint64_t, std::string>> names;
-  if (r.op_case() == MdsRequest::kUnlink || r.op_case() == MdsRequest::kRmdir ||
-      r.op_case() == MdsRequest::kRename) {
-    names = NamesOf(r);
-  }
   std::vector<LeaseInval> out;
-  for (auto& [parent, name] : names) {
+  for (auto& [parent, name] : NamesUnbound(r)) {
     auto attr = ns_->Lookup(CredOf(r), parent, name);
     if (attr.ok() && (S_ISREG(attr->mode()) || S_ISDIR(attr->mode()))) {
       out.push_back({attr->ino(), parent, name});

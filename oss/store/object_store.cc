@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/ondisk/ost_dir.h"
 #include "oss/store/checked_object.h"
 #include "oss/store/direct_io.h"
 #include "oss/store/env.h"
@@ -121,7 +122,7 @@ bool IsUuid(const std::string& s) {
 
 // Writes a fresh uuid to dir/ost_uuid atomically (temp file, fsync, rename).
 Status CreateUuidFile(const std::string& dir, const std::string& uuid) {
-  std::string tmp = dir + "/ost_uuid.tmp";
+  std::string tmp = ondisk::OstUuidPath(dir) + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno("create " + tmp);
   std::string line = uuid + "\n";
@@ -130,14 +131,14 @@ Status CreateUuidFile(const std::string& dir, const std::string& uuid) {
   if (st.ok() && ::fsync(fd) != 0) st = Status::FromErrno("fsync " + tmp);
   ::close(fd);
   SFS_RETURN_IF_ERROR(st);
-  if (::rename(tmp.c_str(), (dir + "/ost_uuid").c_str()) != 0) {
+  if (::rename(tmp.c_str(), ondisk::OstUuidPath(dir).c_str()) != 0) {
     return Status::FromErrno("rename " + tmp);
   }
   return FsyncPath(dir);
 }
 
 Result<std::string> LoadOrCreateUuid(const std::string& dir) {
-  std::string path = dir + "/ost_uuid";
+  std::string path = ondisk::OstUuidPath(dir);
   Result<std::string> text = ReadFileString(path);
   if (!text.ok() && text.status().code() != ENOENT) return text.status();
   if (!text.ok()) {
@@ -186,9 +187,11 @@ class FileObjectStore : public ObjectStore {
   }
 
  private:
-  std::string SubdirOf(uint64_t oid) const { return dir_ + "/objects/" + Hex(oid % 256, 2); }
-  std::string PathOf(uint64_t oid) const { return SubdirOf(oid) + "/" + Hex(oid, 16); }
-  std::string CrcPathOf(uint64_t oid) const { return PathOf(oid) + ".crc"; }
+  std::string SubdirOf(uint64_t oid) const {
+    return ondisk::ObjectSubdir(dir_, static_cast<uint32_t>(oid % ondisk::kObjectSubdirs));
+  }
+  std::string PathOf(uint64_t oid) const { return ondisk::ObjectPath(dir_, oid); }
+  std::string CrcPathOf(uint64_t oid) const { return ondisk::CrcPath(PathOf(oid)); }
   // Whether oid has a tombstone (was destroyed).
   bool Destroyed(uint64_t oid) const { return tombs_.Contains(oid); }
   // Removes a file this store just created for an object found destroyed.
@@ -423,8 +426,10 @@ Result<std::unique_ptr<ObjectStore>> OpenFileObjectStore(const std::string& dir,
   if (dir.empty()) return Status::Errno(EINVAL, "empty OST directory");
   if (opts.fd_cache_capacity == 0) return Status::Errno(EINVAL, "fd cache capacity is 0");
   SFS_RETURN_IF_ERROR(MakeDirs(dir));
-  SFS_RETURN_IF_ERROR(MakeDir(dir + "/objects"));
-  for (uint64_t i = 0; i < 256; ++i) SFS_RETURN_IF_ERROR(MakeDir(dir + "/objects/" + Hex(i, 2)));
+  SFS_RETURN_IF_ERROR(MakeDir(ondisk::ObjectsDir(dir)));
+  for (uint32_t i = 0; i < ondisk::kObjectSubdirs; ++i) {
+    SFS_RETURN_IF_ERROR(MakeDir(ondisk::ObjectSubdir(dir, i)));
+  }
   SFS_ASSIGN_OR_RETURN(std::string uuid, LoadOrCreateUuid(dir));
   auto store = std::make_unique<FileObjectStore>(dir, std::move(uuid), opts);
   SFS_RETURN_IF_ERROR(store->OpenTombstones());

@@ -22,14 +22,15 @@
 // overlapping concurrent writes leave each byte from one of the writers.
 //
 // The file-backed implementation keeps each object as a file
-// `<ost>/objects/<oid % 256 as 2 hex digits>/<oid as 16 hex digits>`, a
+// `<ost>/objects/<oid % 256 as 2 hex digits>/<oid as 16 hex digits>`
+// (common/ondisk/ost_dir.h spells these paths for everyone), a
 // tombstone as an empty file `<ost>/tombstones/<oid as 16 hex digits>.gone`
 // (all in one directory, so a batch of destroys costs one fsync), and the
 // OST's identity in `<ost>/ost_uuid` (32 hex digits, created on first open).
 //
 // End-to-end integrity on disk: with checksums on (the default) each object
 // created gets a sidecar `<oid as 16 hex digits>.crc` holding a crc32c per
-// 4 KiB chunk (format in crc_sidecar.h, protocol in checked_object.h). A read
+// 4 KiB chunk (format in common/ondisk/chunk_crc.h, protocol in checked_object.h). A read
 // that meets a chunk not matching its crc fails with EIO and logs the object
 // and offset; it never returns the bad bytes. Objects without a sidecar
 // (created with checksums off) are read and written unchecked; a store opened

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "common/log.h"
+#include "common/ondisk/ost_dir.h"
 #include "oss/store/env.h"
 
 namespace sfs::oss {
@@ -17,12 +18,6 @@ namespace {
 
 constexpr char kSuffix[] = ".gone";
 constexpr size_t kNameLen = 16 + sizeof(kSuffix) - 1;
-
-std::string Hex(uint64_t v, int digits) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%0*llx", digits, static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // The oid a tombstone's file name stands for; false for any other name.
 bool ParseName(const char* name, uint64_t* oid) {
@@ -47,7 +42,9 @@ Tombstones::Tombstones(std::string ost_dir, Env& env,
       env_(env),
       object_path_(std::move(object_path)) {}
 
-std::string Tombstones::PathOf(uint64_t oid) const { return dir_ + "/" + Hex(oid, 16) + kSuffix; }
+std::string Tombstones::PathOf(uint64_t oid) const {
+  return dir_ + "/" + ondisk::ObjectName(oid) + kSuffix;
+}
 
 std::string Tombstones::LegacyPathOf(uint64_t oid) const { return object_path_(oid) + kSuffix; }
 
@@ -192,8 +189,8 @@ Result<uint64_t> Tombstones::ExpireIn(const std::string& dir, time_t limit) {
 Result<uint64_t> Tombstones::Expire(std::chrono::system_clock::time_point cutoff) {
   const time_t limit = std::chrono::system_clock::to_time_t(cutoff);
   SFS_ASSIGN_OR_RETURN(uint64_t removed, ExpireIn(dir_, limit));
-  for (uint64_t sub = 0; sub < 256; ++sub) {  // an older OSS's, beside their objects
-    SFS_ASSIGN_OR_RETURN(uint64_t n, ExpireIn(ost_dir_ + "/objects/" + Hex(sub, 2), limit));
+  for (uint32_t sub = 0; sub < ondisk::kObjectSubdirs; ++sub) {  // an older OSS's, beside objects
+    SFS_ASSIGN_OR_RETURN(uint64_t n, ExpireIn(ondisk::ObjectSubdir(ost_dir_, sub), limit));
     removed += n;
   }
   return removed;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <vector>
 
+#include "common/ondisk/ost_dir.h"
 #include "oss/store/env.h"
 #include "oss/store/object_store.h"
 #include "oss/testing/temp_dir.h"
@@ -53,11 +54,7 @@ class TombstonesTest : public ::testing::Test {
     std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(oid));
     return buf;
   }
-  std::string ObjectPath(uint64_t oid) const {
-    char sub[3];
-    std::snprintf(sub, sizeof(sub), "%02llx", static_cast<unsigned long long>(oid % 256));
-    return ost() + "/objects/" + sub + "/" + Hex16(oid);
-  }
+  std::string ObjectPath(uint64_t oid) const { return ondisk::ObjectPath(ost(), oid); }
   std::string TombPath(uint64_t oid) const { return ost() + "/tombstones/" + Hex16(oid) + ".gone"; }
 
   void Write(uint64_t oid) {

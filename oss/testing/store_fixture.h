@@ -1,7 +1,6 @@
 // Test-only helpers shared by the object store's tests: where an object's
-// file lies on an OST (written out here, independently of the store's code,
-// so tests check the layout too), and StoreFixture, a file ObjectStore over
-// a fresh directory's OST "ost0".
+// file lies on an OST (common/ondisk/ost_dir.h, whose test pins the layout),
+// and StoreFixture, a file ObjectStore over a fresh directory's OST "ost0".
 #pragma once
 
 #include <fcntl.h>
@@ -15,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/ondisk/ost_dir.h"
 #include "oss/store/object_store.h"
 #include "oss/testing/temp_dir.h"
 
@@ -22,10 +22,7 @@ namespace sfs::oss {
 
 // The data file of object oid on the OST whose directory is ost_dir.
 inline std::string ObjectFile(const std::string& ost_dir, uint64_t oid) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "/objects/%02llx/%016llx",
-                static_cast<unsigned long long>(oid % 256), static_cast<unsigned long long>(oid));
-  return ost_dir + buf;
+  return ondisk::ObjectPath(ost_dir, oid);
 }
 
 class StoreFixture : public ::testing::Test {

@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/ondisk/ost_dir.h"
 #include "tests/harness/test_util.h"
 
 namespace sfs::testing {
@@ -345,7 +346,7 @@ int TestCluster::OssOfOst(client::Client& c, uint32_t ost_index) {
   for (const auto& o : *osts) {
     if (o.index != ost_index) continue;
     for (int i = 0; i < num_oss(); ++i) {
-      if (ReadTrimmed(ost_dir(i) + "/ost_uuid") == o.uuid) return i;
+      if (ReadTrimmed(ondisk::OstUuidPath(ost_dir(i))) == o.uuid) return i;
     }
   }
   return -1;
@@ -354,10 +355,7 @@ int TestCluster::OssOfOst(client::Client& c, uint32_t ost_index) {
 std::string TestCluster::ObjectPath(client::Client& c, uint32_t ost_index, uint64_t oid) {
   int oss = OssOfOst(c, ost_index);
   if (oss < 0) return "";
-  char rel[64];
-  snprintf(rel, sizeof rel, "/objects/%02x/%016llx", static_cast<unsigned>(oid % 256),
-           static_cast<unsigned long long>(oid));
-  return ost_dir(oss) + rel;
+  return ondisk::ObjectPath(ost_dir(oss), oid);
 }
 
 bool TestCluster::AnyTestFailed() const {

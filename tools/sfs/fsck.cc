@@ -1,7 +1,7 @@
 // `sfs fsck`: check (and repair) a StripeFS file system.
 //
 // Offline (the MDS stopped): opens the MDS's LevelDB directly and runs the
-// checks of mds/fsck/fsck.h against it and the OST directories given; with
+// checks of tools/fsck/fsck.h against it and the OST directories given; with
 // --repair it fixes what it can. Online (--mds HOST:PORT, read-only): walks
 // the namespace through libsfs and stats, on its OSS, the object holding each
 // regular file's last byte, reporting files whose data object is missing.
@@ -18,7 +18,7 @@
 
 #include "client/lib/client.h"
 #include "common/rpc/rpc.h"
-#include "mds/fsck/fsck.h"
+#include "tools/fsck/fsck.h"
 #include "oss.pb.h"
 #include "tools/sfs/commands.h"
 

@@ -1,7 +1,7 @@
 // fsck, namespace half: loads every inode, dentry, orphan and destroy record
 // into memory, cross-checks them (see fsck.h), queues repairs into one batch
 // and writes it synced at the end. The OST half is in fsck_osts.cc.
-#include "mds/fsck/fsck.h"
+#include "tools/fsck/fsck.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "mds/fsck/fsck_internal.h"
+#include "tools/fsck/fsck_internal.h"
 #include "mds/namespace/keys.h"
 
 namespace sfs::mds::fsck {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "mds/fsck/fsck.h"
+#include "tools/fsck/fsck.h"
 #include "mds_store.pb.h"
 
 namespace sfs::mds::fsck {

@@ -2,7 +2,9 @@
 // the MDS's LevelDB namespace and the object directories of its OSTs — for
 // `sfs fsck` (tools/sfs/fsck.cc). The MDS must not be running (LevelDB's LOCK
 // enforces it); OSSes may run, but a repair that removes objects should only
-// run while no client writes.
+// run while no client writes. It reads the namespace with the MDS's own
+// store code (mds/namespace: KvStore, keys.h) and the OSTs' files through the
+// on-disk formats in common/ondisk/, never through OSS code.
 //
 // Namespace checks (key layout in mds/namespace/keys.h):
 //   - every dentry names an existing inode, under a parent that is a directory
@@ -23,7 +25,7 @@
 //     queued destroy (repair: delete the stray object and its sidecar);
 //   - every crc sidecar has its object (repair: delete the sidecar);
 //   - every object with a sidecar verifies: each 4 KiB chunk's data matches
-//     one of its two crc slots (oss/store/crc_sidecar.h), else one problem per
+//     one of its two crc slots (common/ondisk/chunk_crc.h), else one problem per
 //     chunk names the OST, oid and offset. Not repairable (fsck cannot know
 //     the right bytes; the OSS already answers EIO for them, never the bad
 //     bytes). Run it with no client writing: a chunk caught between its data
@@ -66,17 +68,16 @@ struct Report {
 // Errors only for failures to read or write (not for problems found).
 Result<Report> Check(KvStore* store, const Options& opts);
 
-// Object files of one OST dir: oid -> (has data file, has crc sidecar).
+// Object files of one OST dir (paths in common/ondisk/ost_dir.h):
+// oid -> (has data file, has crc sidecar).
 struct OstObject {
   uint64_t oid = 0;
   bool data = false;
   bool crc = false;
 };
 Result<std::vector<OstObject>> ListOstObjects(const std::string& ost_dir);
-// The path of an object's data file in ost_dir (oss/store/object_store.h).
-std::string ObjectPath(const std::string& ost_dir, uint64_t oid);
 // Offsets of the chunks of the object file at path that match neither crc
-// slot of their entry in path + ".crc" (format in oss/store/crc_sidecar.h).
+// slot of their entry in its sidecar (common/ondisk/chunk_crc.h).
 Result<std::vector<uint64_t>> CorruptChunks(const std::string& path);
 // The uuid in <ost_dir>/ost_uuid.
 Result<std::string> ReadOstUuid(const std::string& ost_dir);

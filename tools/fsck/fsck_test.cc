@@ -1,6 +1,6 @@
 // fsck on namespaces corrupted on purpose: each kind of damage is found, one
 // line per problem, repaired with repair=true, and a second run is clean.
-#include "mds/fsck/fsck.h"
+#include "tools/fsck/fsck.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/ondisk/ost_dir.h"
 #include "mds/namespace/test_util.h"
 #include "oss/store/object_store.h"
 
@@ -84,13 +85,10 @@ class FsckTest : public NamespaceTest {
   // A fake OST dir for index 0 ("uuid-0" in the fixture's registry).
   std::string MakeOst() {
     std::string dir = dir_ + "-ost0";
-    std::filesystem::create_directories(dir + "/objects");
-    for (int i = 0; i < 256; ++i) {
-      char sub[3];
-      std::snprintf(sub, sizeof(sub), "%02x", i);
-      std::filesystem::create_directories(dir + "/objects/" + sub);
+    for (uint32_t i = 0; i < ondisk::kObjectSubdirs; ++i) {
+      std::filesystem::create_directories(ondisk::ObjectSubdir(dir, i));
     }
-    std::ofstream(dir + "/ost_uuid") << "uuid-0\n";
+    std::ofstream(ondisk::OstUuidPath(dir)) << "uuid-0\n";
     return dir;
   }
   // Zeros, so that an empty sidecar (all holes) verifies.
@@ -168,27 +166,27 @@ TEST_F(FsckTest, ObjectsOnTheOstAreCrossCheckedWithTheLayouts) {
     close.set_size_hint(100);
     ASSERT_TRUE(ns_->Close(RootCtx(), close).ok());
   }
-  WriteObject(fsck::ObjectPath(ost, oids[0]), 100);
-  WriteObject(fsck::ObjectPath(ost, oids[0]) + ".crc", 0);
+  WriteObject(ondisk::ObjectPath(ost, oids[0]), 100);
+  WriteObject(ondisk::CrcPath(ondisk::ObjectPath(ost, oids[0])), 0);
   auto clean = Run(false, {ost});
   ASSERT_TRUE(clean.ok()) << clean.status().ToString();
   ASSERT_EQ(clean->problems.size(), 1u) << "b's object was never written";
   EXPECT_NE(clean->problems[0].text.find("holding its last byte is missing"), std::string::npos)
       << clean->problems[0].text;
-  WriteObject(fsck::ObjectPath(ost, oids[1]), 100);
+  WriteObject(ondisk::ObjectPath(ost, oids[1]), 100);
 
   // Damage: a stray object (with sidecar) and a sidecar without its object.
-  WriteObject(fsck::ObjectPath(ost, 999999), 10);
-  WriteObject(fsck::ObjectPath(ost, 999999) + ".crc", 0);
-  WriteObject(fsck::ObjectPath(ost, 888888) + ".crc", 0);
+  WriteObject(ondisk::ObjectPath(ost, 999999), 10);
+  WriteObject(ondisk::CrcPath(ondisk::ObjectPath(ost, 999999)), 0);
+  WriteObject(ondisk::CrcPath(ondisk::ObjectPath(ost, 888888)), 0);
   ExpectFoundAndRepaired({"stray object 0:999999", "crc sidecar without its object"}, {ost});
-  EXPECT_FALSE(std::filesystem::exists(fsck::ObjectPath(ost, 999999)));
-  EXPECT_FALSE(std::filesystem::exists(fsck::ObjectPath(ost, 999999) + ".crc"));
-  EXPECT_FALSE(std::filesystem::exists(fsck::ObjectPath(ost, 888888) + ".crc"));
-  EXPECT_TRUE(std::filesystem::exists(fsck::ObjectPath(ost, oids[0])));
+  EXPECT_FALSE(std::filesystem::exists(ondisk::ObjectPath(ost, 999999)));
+  EXPECT_FALSE(std::filesystem::exists(ondisk::CrcPath(ondisk::ObjectPath(ost, 999999))));
+  EXPECT_FALSE(std::filesystem::exists(ondisk::CrcPath(ondisk::ObjectPath(ost, 888888))));
+  EXPECT_TRUE(std::filesystem::exists(ondisk::ObjectPath(ost, oids[0])));
 
   // A dropped object file is reported and not "repaired" away.
-  std::filesystem::remove(fsck::ObjectPath(ost, oids[1]));
+  std::filesystem::remove(ondisk::ObjectPath(ost, oids[1]));
   auto missing = Run(true, {ost});
   ASSERT_TRUE(missing.ok());
   ASSERT_EQ(missing->problems.size(), 1u);
@@ -222,14 +220,14 @@ TEST_F(FsckTest, AFlippedByteInAnObjectIsReportedAsItsChunkAndNotRepaired) {
     for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
     for (uint64_t oid : oids) ASSERT_TRUE((*store)->Write(oid, 0, data, true).ok());
   }
-  std::ofstream(ost + "/ost_uuid") << "uuid-0\n";  // index 0 in the fixture's registry
+  std::ofstream(ondisk::OstUuidPath(ost)) << "uuid-0\n";  // index 0 in the fixture's registry
   auto clean = Run(false, {ost});
   ASSERT_TRUE(clean.ok()) << clean.status().ToString();
   for (const auto& p : clean->problems) ADD_FAILURE() << p.text;
   EXPECT_EQ(clean->objects_verified, 2u);
 
   // One bit flipped in chunk 2 of "bad" (bytes 8192..12287).
-  std::string path = fsck::ObjectPath(ost, oids[0]);
+  std::string path = ondisk::ObjectPath(ost, oids[0]);
   int fd = open(path.c_str(), O_RDWR);
   ASSERT_GE(fd, 0);
   uint8_t b = 0;

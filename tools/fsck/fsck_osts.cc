@@ -1,44 +1,25 @@
 // fsck, OST half: walks <ost>/objects/XX/ of each OST directory given,
 // cross-checks the object files with the namespace (see fsck.h) and verifies
-// each object's data against its crc sidecar with the OSS's own chunk crcs
-// (oss/store/crc_sidecar.h), one problem per corrupt chunk.
+// each object's data against its crc sidecar (common/ondisk/chunk_crc.h, the
+// format the OSS writes), one problem per corrupt chunk. The paths inside an
+// OST directory are common/ondisk/ost_dir.h's.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <cerrno>
 #include <fstream>
+#include <span>
 
-#include "mds/fsck/fsck_internal.h"
+#include "common/ondisk/chunk_crc.h"
+#include "common/ondisk/ost_dir.h"
 #include "mds/namespace/keys.h"
-#include "oss/store/crc_sidecar.h"
-#include "oss/store/env.h"
+#include "tools/fsck/fsck_internal.h"
 
 namespace sfs::mds::fsck {
 namespace {
-
-std::string Hex(uint64_t v, int digits) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%0*llx", digits, static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// Parses a 16-hex-digit object file name, with or without ".crc".
-bool ParseObjectName(const std::string& name, uint64_t* oid, bool* crc) {
-  *crc = name.size() == 20 && name.compare(16, 4, ".crc") == 0;
-  if (name.size() != 16 && !*crc) return false;
-  uint64_t v = 0;
-  for (int i = 0; i < 16; ++i) {
-    char c = name[i];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return false;
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  *oid = v;
-  return true;
-}
 
 std::string ObjName(uint32_t ost, uint64_t oid) {
   return std::to_string(ost) + ":" + std::to_string(oid);
@@ -52,28 +33,50 @@ struct ScopedFd {
   }
 };
 
+// Reads into dest from off until dest is full or the file ends; the bytes read.
+Result<uint64_t> ReadAt(int fd, std::span<uint8_t> dest, uint64_t off, const std::string& path) {
+  uint64_t got = 0;
+  while (got < dest.size()) {
+    ssize_t n = ::pread(fd, dest.data() + got, dest.size() - got, static_cast<off_t>(off + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Errno(errno, "cannot read " + path);
+    if (n == 0) break;
+    got += static_cast<uint64_t>(n);
+  }
+  return got;
+}
+
+// Entries [first, first + count) of the sidecar open as fd.
+Result<std::vector<ondisk::CrcEntry>> ReadCrcEntries(int fd, uint64_t first, uint64_t count,
+                                                     const std::string& path) {
+  std::vector<uint8_t> raw(count * ondisk::kCrcEntrySize);
+  SFS_ASSIGN_OR_RETURN(uint64_t got, ReadAt(fd, raw, first * ondisk::kCrcEntrySize, path));
+  return ondisk::DecodeCrcEntries(std::span(raw).first(got), count);
+}
+
 }  // namespace
 
 Result<std::vector<uint64_t>> CorruptChunks(const std::string& path) {
+  using ondisk::kCrcChunk;
+  const std::string crc_path = ondisk::CrcPath(path);
   ScopedFd data{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (data.fd < 0) return Status::Errno(errno, "cannot open " + path);
-  ScopedFd side{::open((path + ".crc").c_str(), O_RDONLY | O_CLOEXEC)};
-  if (side.fd < 0) return Status::Errno(errno, "cannot open " + path + ".crc");
-  oss::Env& env = *oss::DefaultEnv();
-  const oss::CrcSidecar sidecar(env, side.fd);
+  ScopedFd side{::open(crc_path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (side.fd < 0) return Status::Errno(errno, "cannot open " + crc_path);
   constexpr uint64_t kBatch = 256;  // chunks read at a time (1 MiB)
-  std::vector<uint8_t> buf(kBatch * oss::kCrcChunk);
+  std::vector<uint8_t> buf(kBatch * kCrcChunk);
   std::vector<uint64_t> bad;
   for (uint64_t first = 0;; first += kBatch) {
-    SFS_ASSIGN_OR_RETURN(uint64_t n, oss::ReadAll(env, data.fd, buf, first * oss::kCrcChunk));
+    SFS_ASSIGN_OR_RETURN(uint64_t n, ReadAt(data.fd, buf, first * kCrcChunk, path));
     if (n == 0) break;
-    SFS_ASSIGN_OR_RETURN(std::vector<oss::CrcEntry> entries,
-                         sidecar.Read(first, oss::ChunksFor(n)));
+    SFS_ASSIGN_OR_RETURN(std::vector<ondisk::CrcEntry> entries,
+                         ReadCrcEntries(side.fd, first, ondisk::ChunksFor(n), crc_path));
     for (uint64_t i = 0; i < entries.size(); ++i) {
-      uint64_t begin = i * oss::kCrcChunk;
-      uint32_t crc = oss::ChunkCrc({buf.data() + begin, std::min(oss::kCrcChunk, n - begin)});
-      if (!oss::SlotMatches(entries[i].stable, crc) && !oss::SlotMatches(entries[i].pending, crc)) {
-        bad.push_back((first + i) * oss::kCrcChunk);
+      uint64_t begin = i * kCrcChunk;
+      uint32_t crc = ondisk::ChunkCrc({buf.data() + begin, std::min(kCrcChunk, n - begin)});
+      if (!ondisk::SlotMatches(entries[i].stable, crc) &&
+          !ondisk::SlotMatches(entries[i].pending, crc)) {
+        bad.push_back((first + i) * kCrcChunk);
       }
     }
     if (n < buf.size()) break;
@@ -81,15 +84,12 @@ Result<std::vector<uint64_t>> CorruptChunks(const std::string& path) {
   return bad;
 }
 
-std::string ObjectPath(const std::string& ost_dir, uint64_t oid) {
-  return ost_dir + "/objects/" + Hex(oid % 256, 2) + "/" + Hex(oid, 16);
-}
-
 Result<std::string> ReadOstUuid(const std::string& ost_dir) {
-  std::ifstream in(ost_dir + "/ost_uuid");
+  const std::string path = ondisk::OstUuidPath(ost_dir);
+  std::ifstream in(path);
   std::string uuid;
   if (!in || !std::getline(in, uuid)) {
-    return Status(ENOENT, ost_dir + "/ost_uuid: cannot read (not an OST directory?)");
+    return Status(ENOENT, path + ": cannot read (not an OST directory?)");
   }
   while (!uuid.empty() && (uuid.back() == ' ' || uuid.back() == '\r')) uuid.pop_back();
   return uuid;
@@ -97,8 +97,8 @@ Result<std::string> ReadOstUuid(const std::string& ost_dir) {
 
 Result<std::vector<OstObject>> ListOstObjects(const std::string& ost_dir) {
   std::map<uint64_t, OstObject> found;
-  for (int sub = 0; sub < 256; ++sub) {
-    std::string dir = ost_dir + "/objects/" + Hex(sub, 2);
+  for (uint32_t sub = 0; sub < ondisk::kObjectSubdirs; ++sub) {
+    std::string dir = ondisk::ObjectSubdir(ost_dir, sub);
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) {
       if (errno == ENOENT) continue;
@@ -107,7 +107,7 @@ Result<std::vector<OstObject>> ListOstObjects(const std::string& ost_dir) {
     while (dirent* e = ::readdir(d)) {
       uint64_t oid = 0;
       bool crc = false;
-      if (!ParseObjectName(e->d_name, &oid, &crc)) continue;
+      if (!ondisk::ParseObjectName(e->d_name, &oid, &crc)) continue;
       OstObject& o = found[oid];
       o.oid = oid;
       (crc ? o.crc : o.data) = true;
@@ -148,10 +148,10 @@ Status Checker::CheckOsts() {
 Status Checker::CheckOst(const std::string& dir, uint32_t index, const std::set<ObjKey>& known) {
   SFS_ASSIGN_OR_RETURN(std::vector<OstObject> objects, ListOstObjects(dir));
   for (const OstObject& o : objects) {
-    std::string path = ObjectPath(dir, o.oid);
+    std::string path = ondisk::ObjectPath(dir, o.oid);
     if (!o.data) {
-      Add("crc sidecar without its object: " + path + ".crc", true);
-      if (opts_.repair) unlink_paths_.push_back(path + ".crc");
+      Add("crc sidecar without its object: " + ondisk::CrcPath(path), true);
+      if (opts_.repair) unlink_paths_.push_back(ondisk::CrcPath(path));
       continue;
     }
     ++report_.objects;
@@ -161,7 +161,7 @@ Status Checker::CheckOst(const std::string& dir, uint32_t index, const std::set<
     Add("stray object " + ObjName(index, o.oid) + " (no inode uses it): " + path, true);
     if (opts_.repair) {
       unlink_paths_.push_back(path);
-      if (o.crc) unlink_paths_.push_back(path + ".crc");
+      if (o.crc) unlink_paths_.push_back(ondisk::CrcPath(path));
     }
   }
   return Status::Ok();
@@ -176,7 +176,7 @@ Status Checker::VerifyObject(const std::string& path, uint32_t index, uint64_t o
   ++report_.objects_verified;
   for (uint64_t off : *bad) {
     Add("corrupt data on OST " + std::to_string(index) + ": oid " + std::to_string(oid) +
-            " offset " + std::to_string(off) + " (" + std::to_string(oss::kCrcChunk) +
+            " offset " + std::to_string(off) + " (" + std::to_string(ondisk::kCrcChunk) +
             "-byte chunk does not match its crc): " + path,
         false);
   }

@@ -1,0 +1,202 @@
+// The lease table of every MDS op (see op_effects.h). Adding an op to
+// MdsRequest means adding its row here: op_effects_test fails until then.
+// A row that names nothing for a mutating op must say why in `neutral`.
+#include "mds/lease/op_effects.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace sfs::mds {
+namespace {
+
+using proto::MdsRequest;
+using proto::MdsResponse;
+
+struct Row {
+  MdsRequest::OpCase op;
+  OpEffects effects;
+};
+
+// Requests that name one entry by `parent` and `name`.
+template <typename Req>
+std::vector<NameRef> Named(const Req& q) {
+  return {{q.parent(), q.name()}};
+}
+
+std::vector<uint64_t> Closed(const MdsRequest& r) {
+  const proto::CloseReq& c = r.close();
+  // A close with nothing to report only releases the open.
+  if (c.has_size() || c.has_blocks() || c.mtime_ns() != 0) return {c.ino()};
+  return {};
+}
+
+const Row kRows[] = {
+    // Reads: they change nothing; the named ones lease the directory looked in.
+    {MdsRequest::kLookup,
+     {.lease_dir = [](const MdsRequest& r) { return r.lookup().parent(); }}},
+    {MdsRequest::kGetattr, {}},
+    {MdsRequest::kReadlink, {}},
+    {MdsRequest::kReaddir,
+     {.lease_dir = [](const MdsRequest& r) { return r.readdir().ino(); }}},
+    {MdsRequest::kStatfs, {}},
+    {MdsRequest::kGetxattr, {}},
+    {MdsRequest::kListxattr, {}},
+    {MdsRequest::kGetLayout, {}},
+    {MdsRequest::kGetOstMap, {}},
+    {MdsRequest::kPing, {}},
+    {MdsRequest::kSync, {}},  // waits for a commit; changes nothing
+    {MdsRequest::kWatch, {}},  // the lease protocol's own long poll and acks
+
+    // Changes of names.
+    {MdsRequest::kCreate,
+     {.mutating = true,
+      .names = [](const MdsRequest& r) { return Named(r.create()); },
+      // A create that opened an existing file changed no name.
+      .names_changed = [](const MdsResponse& resp) { return resp.open().created(); },
+      .lease_dir = [](const MdsRequest& r) { return r.create().parent(); }}},
+    {MdsRequest::kMknod,
+     {.mutating = true,
+      .names = [](const MdsRequest& r) { return Named(r.mknod()); },
+      .lease_dir = [](const MdsRequest& r) { return r.mknod().parent(); }}},
+    {MdsRequest::kMkdir,
+     {.mutating = true,
+      .names = [](const MdsRequest& r) { return Named(r.mkdir()); },
+      .lease_dir = [](const MdsRequest& r) { return r.mkdir().parent(); }}},
+    {MdsRequest::kSymlink,
+     {.mutating = true,
+      .names = [](const MdsRequest& r) { return Named(r.symlink()); },
+      .lease_dir = [](const MdsRequest& r) { return r.symlink().parent(); }}},
+    {MdsRequest::kLink,
+     {.mutating = true,
+      .names = [](const MdsRequest& r) -> std::vector<NameRef> {
+        return {{r.link().new_parent(), r.link().new_name()}};
+      },
+      .lease_dir = [](const MdsRequest& r) { return r.link().new_parent(); },
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.link().ino()}; }}},
+    {MdsRequest::kUnlink,
+     {.mutating = true,
+      .names = [](const MdsRequest& r) { return Named(r.unlink()); },
+      .unbinds = true,
+      .lease_dir = [](const MdsRequest& r) { return r.unlink().parent(); }}},
+    {MdsRequest::kRmdir,
+     {.mutating = true,
+      .names = [](const MdsRequest& r) { return Named(r.rmdir()); },
+      .unbinds = true,
+      .lease_dir = [](const MdsRequest& r) { return r.rmdir().parent(); }}},
+    {MdsRequest::kRename,
+     {.mutating = true,
+      .names = [](const MdsRequest& r) -> std::vector<NameRef> {
+        return {{r.rename().parent(), r.rename().name()},
+                {r.rename().new_parent(), r.rename().new_name()}};
+      },
+      .unbinds = true,
+      // Only within one directory: the reply carries one parent lease.
+      .lease_dir = [](const MdsRequest& r) -> uint64_t {
+        return r.rename().parent() == r.rename().new_parent() ? r.rename().parent() : 0;
+      }}},
+
+    // Changes of one inode's attributes (size, times, mode, xattrs, layout).
+    {MdsRequest::kSetattr,
+     {.mutating = true,
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.setattr().ino()}; }}},
+    {MdsRequest::kSetSize,
+     {.mutating = true,
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.set_size().ino()}; }}},
+    {MdsRequest::kAppend,
+     {.mutating = true,
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.append().ino()}; }}},
+    {MdsRequest::kClose, {.mutating = true, .inodes = Closed}},
+    {MdsRequest::kSetxattr,
+     {.mutating = true,
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.setxattr().ino()}; }}},
+    {MdsRequest::kRemovexattr,
+     {.mutating = true,
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> {
+        return {r.removexattr().ino()};
+      }}},
+    {MdsRequest::kSetLayout,
+     {.mutating = true,
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> {
+        return {r.set_layout().ino()};
+      }}},
+    {MdsRequest::kMigrateCommit,
+     {.mutating = true,
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> {
+        if (r.migrate_commit().abort()) return {};  // the file keeps its layout
+        return {r.migrate_commit().ino()};
+      }}},
+
+    // Mutating, yet nothing a client caches under a lease changes.
+    {MdsRequest::kOpen,
+     {.mutating = true,
+      .neutral = "registers an open and changes no attribute or name; the client sends "
+                 "O_TRUNC of an existing file as a SetAttr of its own"}},
+    {MdsRequest::kMigrateBegin,
+     {.mutating = true,
+      .neutral = "records the migration and allocates its objects; the file's attributes "
+                 "and layout change only at MigrateCommit"}},
+    {MdsRequest::kPool,
+     {.mutating = true,
+      .neutral = "changes pool records only: layouts name pools by string, so no inode "
+                 "changes, and no client caches pools"}},
+    {MdsRequest::kRegisterOss,
+     {.mutating = true,
+      .neutral = "changes the OST registry, which clients read with GetOstMap, not under "
+                 "a lease"}},
+    {MdsRequest::kHeartbeat,
+     {.mutating = true, .neutral = "updates the OST registry's liveness and space figures"}},
+    {MdsRequest::kLock,
+     {.mutating = true,
+      .neutral = "changes the LockTable only; a holder reports the size it wrote with "
+                 "its own SetSize or Close before it unlocks"}},
+};
+
+const OpEffects kNone{};
+
+const OpEffects& EffectsOf(const MdsRequest& r) {
+  const OpEffects* e = FindOpEffects(r.op_case());
+  return e != nullptr ? *e : kNone;
+}
+
+}  // namespace
+
+const OpEffects* FindOpEffects(MdsRequest::OpCase op) {
+  auto it = std::find_if(std::begin(kRows), std::end(kRows),
+                         [op](const Row& row) { return row.op == op; });
+  return it == std::end(kRows) ? nullptr : &it->effects;
+}
+
+std::vector<NameRef> NamesOf(const MdsRequest& r) {
+  const OpEffects& e = EffectsOf(r);
+  return e.names != nullptr ? e.names(r) : std::vector<NameRef>{};
+}
+
+std::vector<NameRef> NamesUnbound(const MdsRequest& r) {
+  return EffectsOf(r).unbinds ? NamesOf(r) : std::vector<NameRef>{};
+}
+
+uint64_t DirOf(const MdsRequest& r) {
+  const OpEffects& e = EffectsOf(r);
+  return e.lease_dir != nullptr ? e.lease_dir(r) : 0;
+}
+
+// A directory's lease covers its attributes (mtime, nlink) and every name in
+// it, present or absent, so its holders forget the name (a negative entry
+// too) and the directory's attributes.
+std::vector<LeaseInval> DirsChanged(const MdsRequest& r, const MdsResponse& resp) {
+  const OpEffects& e = EffectsOf(r);
+  if (e.names_changed != nullptr && !e.names_changed(resp)) return {};
+  std::vector<LeaseInval> out;
+  for (auto& [parent, name] : NamesOf(r)) out.push_back({parent, parent, name});
+  return out;
+}
+
+std::vector<LeaseInval> InodesChanged(const MdsRequest& r) {
+  const OpEffects& e = EffectsOf(r);
+  std::vector<LeaseInval> out;
+  if (e.inodes == nullptr) return out;
+  for (uint64_t ino : e.inodes(r)) out.push_back({ino});
+  return out;
+}
+
+}  // namespace sfs::mds

@@ -1,0 +1,71 @@
+// OpEffects: what each MdsRequest op does to what clients may cache under a
+// metadata lease (mds/lease/lease_table.h) — one table, one entry per case of
+// MdsRequest's `op` oneof, so the lease rules are written once and a new op
+// cannot silently leave other mounts with stale caches: op_effects_test walks
+// the oneof through the protobuf descriptor and fails for a case missing here.
+//
+// An entry says, for a request of its op:
+//   - whether it mutates metadata (read-only ops change nothing leased);
+//   - the (parent, name) pairs whose binding it may change: the service locks
+//     their name stripes, and on success revokes each name on its directory
+//     (a directory's lease covers its attributes and its names, absent ones
+//     too);
+//   - whether those names may lose the inode they point to (unlink, rmdir,
+//     rename): the inodes they point to before the op are revoked as well;
+//   - the directory whose names the reply may lease (parent_lease_ms);
+//   - the inodes whose attributes it changes, revoked on success;
+//   - for a mutating op that revokes nothing at all, why that is right.
+// The service (mds/service/lease_ops.cc) orders the steps: stripes, lookups,
+// apply, grant, revoke. This layer only classifies; it reads no namespace and
+// holds no state. Thread-safe (the table is constant).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mds.pb.h"
+#include "mds/lease/lease_table.h"
+
+namespace sfs::mds {
+
+using NameRef = std::pair<uint64_t, std::string>;  // (parent directory, name)
+
+struct OpEffects {
+  bool mutating = false;
+  // The names whose binding the op may change; null: none.
+  std::vector<NameRef> (*names)(const proto::MdsRequest&) = nullptr;
+  // True iff the names may stop pointing to the inode they point to now.
+  bool unbinds = false;
+  // Whether a successful reply changed the names after all; null: it did.
+  bool (*names_changed)(const proto::MdsResponse&) = nullptr;
+  // The directory whose names the reply may lease (0: none); null: none.
+  uint64_t (*lease_dir)(const proto::MdsRequest&) = nullptr;
+  // The inodes whose attributes the op changes; null: none.
+  std::vector<uint64_t> (*inodes)(const proto::MdsRequest&) = nullptr;
+  // Set iff the op mutates but has neither names nor inodes: why no lease
+  // needs revoking.
+  const char* neutral = nullptr;
+};
+
+// The table's entry for op, or null iff op is not in the table (kOpNotSet,
+// or an op the table lacks, which op_effects_test rules out).
+const OpEffects* FindOpEffects(proto::MdsRequest::OpCase op);
+
+// The queries the service makes, over the table. An op not in it has no
+// names, no leased directory and changes nothing.
+
+// The (parent, name) pairs whose binding r may change.
+std::vector<NameRef> NamesOf(const proto::MdsRequest& r);
+// The names of NamesOf(r) that may lose the inode they point to now.
+std::vector<NameRef> NamesUnbound(const proto::MdsRequest& r);
+// The directory whose names a reply to r may lease; 0: none.
+uint64_t DirOf(const proto::MdsRequest& r);
+// The names r added or removed, given its successful reply resp, each as an
+// invalidation of the name on its directory ({parent, parent, name}).
+std::vector<LeaseInval> DirsChanged(const proto::MdsRequest& r, const proto::MdsResponse& resp);
+// The inodes whose attributes r changes, as attribute-only invalidations.
+std::vector<LeaseInval> InodesChanged(const proto::MdsRequest& r);
+
+}  // namespace sfs::mds
