@@ -72,7 +72,8 @@ Status LossyFs::Mount() {
   bool live = PollUntil(
       [&] {
         struct stat st {};
-        return !proc_->Running() || (stat(mountpoint_.c_str(), &st) == 0 && st.st_dev != parent.st_dev);
+        return !proc_->Running() ||
+               (stat(mountpoint_.c_str(), &st) == 0 && st.st_dev != parent.st_dev);
       },
       kMountTimeout);
   if (live && proc_->Running()) return Status::Ok();
@@ -98,8 +99,9 @@ Status LossyFs::Reboot() {
   // cp -a keeps hard links (the OSS's tombstones share inodes) and holes.
   auto rc = RunCommand({"cp", "-a", live_dir(), durable_dir()}, log_path(), milliseconds(60000));
   if (!rc.ok()) return rc.status();
-  if (*rc != 0) return Status::Errno(EIO, "cp -a " + live_dir() + " " + durable_dir() + ": " +
-                                              DescribeWaitStatus(*rc));
+  if (*rc != 0) {
+    return Status::Errno(EIO, "cp -a " + live_dir() + ": " + DescribeWaitStatus(*rc));
+  }
   return Mount();
 }
 

@@ -48,8 +48,8 @@ using std::chrono::milliseconds;
 struct StormResult {
   int acked_at_cut = 0;
   int acked_total = 0;
-  int errors = 0;                  // ops that failed (each ends its cycle)
-  std::vector<std::string> lost;   // acknowledged ops whose effect is missing
+  int errors = 0;                 // ops that failed (each ends its cycle)
+  std::vector<std::string> lost;  // acknowledged ops whose effect is missing
 };
 
 class PowerLossTest : public ::testing::Test {
@@ -98,9 +98,9 @@ class PowerLossTest : public ::testing::Test {
   // damage(), if given, runs between the cut and the reboot on the durable image.
   Status PowerCut(bool mds, const std::function<void()>& damage = {}) {
     auto kill = [&](int sig) { return mds ? cluster_->KillMds(sig) : cluster_->KillOss(0, sig); };
-    SFS_RETURN_IF_ERROR(kill(SIGSTOP));  // the machine stops at once...
+    SFS_RETURN_IF_ERROR(kill(SIGSTOP));       // the machine stops at once...
     SFS_RETURN_IF_ERROR(lossy_->PowerCut());  // ...its page cache is gone...
-    SFS_RETURN_IF_ERROR(kill(SIGKILL));  // ...and so is the process
+    SFS_RETURN_IF_ERROR(kill(SIGKILL));       // ...and so is the process
     if (damage) damage();
     SFS_RETURN_IF_ERROR(lossy_->Reboot());
     return mds ? cluster_->RestartMds() : cluster_->RestartOss(0);
@@ -109,16 +109,20 @@ class PowerLossTest : public ::testing::Test {
   std::string OnDisk(const std::string& path) const {
     return lossy_->durable_dir() + path.substr(lossy_->mountpoint().size());
   }
-  // Stops the MDS and runs the offline fsck over its data and the OST; the
-  // exit status, with the command and its output in *out.
+  // Runs the offline fsck over the MDS's data and the OST (the MDS must be
+  // stopped); its exit status, with the command and its output in *out.
+  int Fsck(std::string* out) {
+    std::string cmd =
+        SfsBinary() + " fsck --mds-data " + cluster_->mds_dir() + " --ost " + cluster_->ost_dir(0);
+    *out = cmd + "\n";
+    return RunShell(cmd, out);
+  }
+  // Stops the MDS (SIGTERM: it releases its LevelDB lock), then Fsck().
   int OfflineFsck(std::string* out) {
     client_.reset();
     Status st = cluster_->KillMds(SIGTERM);
     EXPECT_TRUE(st.ok()) << st.ToString();
-    std::string cmd = SfsBinary() + " fsck --mds-data " + cluster_->mds_dir() + " --ost " +
-                      cluster_->ost_dir(0);
-    *out = cmd + "\n";
-    return RunShell(cmd, out);
+    return Fsck(out);
   }
 
   // The storm with the MDS on the lossy machine, a power cut after
@@ -148,19 +152,27 @@ const char* const kCycleNames = "fgdxe";
 
 int StormOp(const std::string& dir, int c, int k) {
   auto p = [&](char n) { return dir + "/" + n + std::to_string(c); };
-  int rc = -1;
   switch (k) {
-    case 0: rc = mknod(p('f').c_str(), S_IFREG | 0644, 0); break;
-    case 1: rc = mkdir(p('d').c_str(), 0755); break;
-    case 2: rc = rename(p('f').c_str(), p('g').c_str()); break;
-    case 3: rc = chmod(p('g').c_str(), 0600); break;
-    case 4: rc = truncate(p('g').c_str(), 1000 + c); break;
-    case 5: rc = mknod(p('x').c_str(), S_IFREG | 0644, 0); break;
-    case 6: rc = unlink(p('x').c_str()); break;
-    case 7: rc = mkdir(p('e').c_str(), 0755); break;
-    case 8: rc = rmdir(p('e').c_str()); break;
+    case 0:
+      return ErrnoOf(mknod(p('f').c_str(), S_IFREG | 0644, 0));
+    case 1:
+      return ErrnoOf(mkdir(p('d').c_str(), 0755));
+    case 2:
+      return ErrnoOf(rename(p('f').c_str(), p('g').c_str()));
+    case 3:
+      return ErrnoOf(chmod(p('g').c_str(), 0600));
+    case 4:
+      return ErrnoOf(truncate(p('g').c_str(), 1000 + c));
+    case 5:
+      return ErrnoOf(mknod(p('x').c_str(), S_IFREG | 0644, 0));
+    case 6:
+      return ErrnoOf(unlink(p('x').c_str()));
+    case 7:
+      return ErrnoOf(mkdir(p('e').c_str(), 0755));
+    case 8:
+      return ErrnoOf(rmdir(p('e').c_str()));
   }
-  return rc == 0 ? 0 : errno;
+  return EINVAL;
 }
 
 struct Cycle {
@@ -288,7 +300,6 @@ std::vector<std::string> CheckStormDir(Client& c, const std::string& rel,
   return problems;
 }
 
-
 void PowerLossTest::RunMetadataStormAcrossAPowerCut(StormResult* r) {
   std::vector<std::string> dirs;
   for (int t = 0; t < kStormThreads; ++t) {
@@ -302,8 +313,9 @@ void PowerLossTest::RunMetadataStormAcrossAPowerCut(StormResult* r) {
   r->acked_at_cut = storm.acked();
   Status cut_st = started ? PowerCut(/*mds=*/true) : Status::Errno(ETIMEDOUT, "storm too slow");
   int at_restart = storm.acked();
-  bool resumed = cut_st.ok() && PollUntil([&] { return storm.acked() >= at_restart + kOpsAfterRestart; },
-                                          milliseconds(60000));
+  bool resumed =
+      cut_st.ok() && PollUntil([&] { return storm.acked() >= at_restart + kOpsAfterRestart; },
+                               milliseconds(60000));
   storm.Join();
   r->acked_total = storm.acked();
   ASSERT_TRUE(cut_st.ok()) << cut_st.ToString();
@@ -348,7 +360,8 @@ TEST_F(PowerLossTest, WithALongCommitIntervalTheCheckFindsLostOps) {
   ASSERT_NO_FATAL_FAILURE(RunMetadataStormAcrossAPowerCut(&r));
   std::cerr << "metadata storm (commit every 60 s): " << r.acked_total << " ops acknowledged, "
             << r.acked_at_cut << " at the power cut; " << r.errors << " failed; " << r.lost.size()
-            << " cycles show lost ops, e.g.\n" << FirstLines(r.lost, 3);
+            << " cycles show lost ops, e.g.\n"
+            << FirstLines(r.lost, 3);
   EXPECT_GT(r.lost.size(), 0u) << "the check missed ops a power cut must have taken";
   std::string out;
   int rc = OfflineFsck(&out);
@@ -434,7 +447,8 @@ TEST_F(PowerLossTest, AnOssPowerCutKeepsEveryFsyncedByte) {
   ASSERT_TRUE(WriteThroughMount(mnt_ + "/over", v2, false));
   for (int i = 0; i < kFiles; ++i) {
     unsynced.push_back(RandomString(rng, kFileBytes));
-    ASSERT_TRUE(WriteThroughMount(mnt_ + "/unsynced/u" + std::to_string(i), unsynced.back(), false));
+    ASSERT_TRUE(
+        WriteThroughMount(mnt_ + "/unsynced/u" + std::to_string(i), unsynced.back(), false));
   }
   Status st = PowerCut(/*mds=*/false);
   ASSERT_TRUE(st.ok()) << st.ToString();
@@ -474,8 +488,8 @@ TEST_F(PowerLossTest, AnOssPowerCutKeepsEveryFsyncedByte) {
   for (int i = 0; i < kFiles; ++i) {
     check("/unsynced/u" + std::to_string(i), unsynced[i], std::string(kFileBytes, '\0'));
   }
-  std::cerr << "pieces written without fsync: " << lost << " lost (old bytes), " << eio
-            << " EIO, " << garbage << " garbage, of " << (kFiles + 1) * kPieces << "\n";
+  std::cerr << "pieces written without fsync: " << lost << " lost (old bytes), " << eio << " EIO, "
+            << garbage << " garbage, of " << (kFiles + 1) * kPieces << "\n";
   EXPECT_EQ(garbage, 0);
   EXPECT_GT(lost + eio, 0) << "negative control: bytes never fsync'ed survived the power cut, "
                               "so this test could not tell a lost byte";
@@ -559,9 +573,7 @@ TEST_F(PowerLossTest, AnMdsLogTornByThePowerCutIsRecoveredOrReported) {
     EXPECT_TRUE(cluster_->MdsRunning());
   }
   std::string out;
-  int rc = st.ok() ? OfflineFsck(&out) : RunShell(SfsBinary() + " fsck --mds-data " +
-                                                      cluster_->mds_dir() + " --ost " +
-                                                      cluster_->ost_dir(0), &out);
+  int rc = st.ok() ? OfflineFsck(&out) : Fsck(&out);
   EXPECT_TRUE(rc == 0 || rc == 1 || rc == 8) << "fsck crashed: exit " << rc << "\n" << out;
   std::cerr << "fsck after the torn log (exit " << rc << "):\n" << out;
 }
@@ -589,7 +601,7 @@ TEST_F(PowerLossTest, OssSidecarsTornByThePowerCutAreRecoveredOrReported) {
     struct stat sb {};
     ASSERT_EQ(stat(OnDisk(sidecars[0]).c_str(), &sb), 0) << OnDisk(sidecars[0]);
     ASSERT_EQ(truncate(OnDisk(sidecars[0]).c_str(), sb.st_size / 2), 0);  // truncated
-    TearTail(OnDisk(sidecars[1]), sb.st_size / 3, 64, rng);                // torn
+    TearTail(OnDisk(sidecars[1]), sb.st_size / 3, 64, rng);               // torn
   });
   ASSERT_TRUE(st.ok()) << "the OSS did not start over torn sidecars: " << st.ToString();
   auto c = cluster_->Connect();

@@ -51,8 +51,18 @@ namespace {
 
 // One logged namespace change; replayed by Apply() on any directory fd.
 struct NsOp {
-  enum class Kind { kCreate, kMknod, kMkdir, kUnlink, kRmdir, kSymlink, kRename, kLink,
-                    kTruncate, kChmod };
+  enum class Kind {
+    kCreate,
+    kMknod,
+    kMkdir,
+    kUnlink,
+    kRmdir,
+    kSymlink,
+    kRename,
+    kLink,
+    kTruncate,
+    kChmod
+  };
   Kind kind;
   std::string path;   // relative to the root ("." for the root itself)
   std::string path2;  // rename/link target, symlink target
@@ -63,8 +73,8 @@ struct NsOp {
 };
 
 const char* KindName(NsOp::Kind k) {
-  static const char* const kNames[] = {"create", "mknod",  "mkdir",    "unlink", "rmdir",
-                                       "symlink", "rename", "link", "truncate", "chmod"};
+  static const char* const kNames[] = {"create",  "mknod",  "mkdir", "unlink",   "rmdir",
+                                       "symlink", "rename", "link",  "truncate", "chmod"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -90,15 +100,24 @@ int Apply(int dir, const NsOp& op) {
       ::close(fd);
       return 0;
     }
-    case NsOp::Kind::kMknod: return Errno(::mknodat(dir, p, op.mode, op.rdev));
-    case NsOp::Kind::kMkdir: return Errno(::mkdirat(dir, p, op.mode));
-    case NsOp::Kind::kUnlink: return Errno(::unlinkat(dir, p, 0));
-    case NsOp::Kind::kRmdir: return Errno(::unlinkat(dir, p, AT_REMOVEDIR));
-    case NsOp::Kind::kSymlink: return Errno(::symlinkat(op.path2.c_str(), dir, p));
-    case NsOp::Kind::kRename: return Errno(::renameat2(dir, p, dir, op.path2.c_str(), op.flags));
-    case NsOp::Kind::kLink: return Errno(::linkat(dir, p, dir, op.path2.c_str(), 0));
-    case NsOp::Kind::kTruncate: return TruncateAt(dir, op.path, op.size);
-    case NsOp::Kind::kChmod: return Errno(::fchmodat(dir, p, op.mode, 0));
+    case NsOp::Kind::kMknod:
+      return Errno(::mknodat(dir, p, op.mode, op.rdev));
+    case NsOp::Kind::kMkdir:
+      return Errno(::mkdirat(dir, p, op.mode));
+    case NsOp::Kind::kUnlink:
+      return Errno(::unlinkat(dir, p, 0));
+    case NsOp::Kind::kRmdir:
+      return Errno(::unlinkat(dir, p, AT_REMOVEDIR));
+    case NsOp::Kind::kSymlink:
+      return Errno(::symlinkat(op.path2.c_str(), dir, p));
+    case NsOp::Kind::kRename:
+      return Errno(::renameat2(dir, p, dir, op.path2.c_str(), op.flags));
+    case NsOp::Kind::kLink:
+      return Errno(::linkat(dir, p, dir, op.path2.c_str(), 0));
+    case NsOp::Kind::kTruncate:
+      return TruncateAt(dir, op.path, op.size);
+    case NsOp::Kind::kChmod:
+      return Errno(::fchmodat(dir, p, op.mode, 0));
   }
   return -EINVAL;
 }

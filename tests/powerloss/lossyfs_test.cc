@@ -87,8 +87,8 @@ TEST_F(LossyFsTest, FsyncedDataSurvivesACutAndLaterWritesDoNot) {
   ASSERT_NO_FATAL_FAILURE(Write("f", first, true));
   int fd = open(P("f").c_str(), O_WRONLY);
   ASSERT_GE(fd, 0);
-  ASSERT_EQ(pwrite(fd, "XYZ", 3, 5000), 3);       // not synced: lost
-  ASSERT_EQ(pwrite(fd, "tail", 4, 200000), 4);    // extends, not synced: lost
+  ASSERT_EQ(pwrite(fd, "XYZ", 3, 5000), 3);     // not synced: lost
+  ASSERT_EQ(pwrite(fd, "tail", 4, 200000), 4);  // extends, not synced: lost
   close(fd);
   ASSERT_NO_FATAL_FAILURE(CutAndReboot());
   EXPECT_TRUE(SameBytes(Contents("f"), first));
@@ -98,7 +98,7 @@ TEST_F(LossyFsTest, ARenameBecomesDurableWithALaterFsyncOfAnotherFile) {
   ASSERT_NO_FATAL_FAILURE(Write("a", "payload", true));
   ASSERT_EQ(rename(P("a").c_str(), P("b").c_str()), 0);
   ASSERT_EQ(mkdir(P("d").c_str(), 0700), 0);
-  ASSERT_NO_FATAL_FAILURE(Write("other", "x", true));  // replays the rename and the mkdir
+  ASSERT_NO_FATAL_FAILURE(Write("other", "x", true));    // replays the rename and the mkdir
   ASSERT_EQ(rename(P("b").c_str(), P("c").c_str()), 0);  // after the last fsync: undone
   ASSERT_NO_FATAL_FAILURE(CutAndReboot());
   EXPECT_FALSE(Exists("a"));
@@ -122,7 +122,8 @@ TEST_F(LossyFsTest, ADirectoryFsyncMakesItsEntriesDurableButNotTheirData) {
   char target[16] = {};
   EXPECT_EQ(readlink(P("d/link").c_str(), target, sizeof target - 1), 1);
   EXPECT_STREQ(target, "f");
-  struct stat f {}, hard {};
+  struct stat f {};
+  struct stat hard {};
   ASSERT_EQ(stat(P("d/f").c_str(), &f), 0);
   ASSERT_EQ(stat(P("d/hard").c_str(), &hard), 0);
   EXPECT_EQ(f.st_ino, hard.st_ino) << "the hard link survives the reboot's copy as one";
