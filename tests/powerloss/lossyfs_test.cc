@@ -94,6 +94,24 @@ TEST_F(LossyFsTest, FsyncedDataSurvivesACutAndLaterWritesDoNot) {
   EXPECT_TRUE(SameBytes(Contents("f"), first));
 }
 
+// fsync(2) covers the file, not the descriptor: sfs-mds fdatasyncs its
+// LevelDB log through a read-only descriptor of its own.
+TEST_F(LossyFsTest, AnFsyncThroughAnotherDescriptorCoversTheWritesOfTheFile) {
+  ASSERT_NO_FATAL_FAILURE(Write("log", "", true));
+  int writer = open(P("log").c_str(), O_WRONLY | O_APPEND);
+  int reader = open(P("log").c_str(), O_RDONLY);
+  ASSERT_GE(writer, 0);
+  ASSERT_GE(reader, 0);
+  ASSERT_EQ(write(writer, "record1", 7), 7);
+  ASSERT_EQ(write(writer, "record2", 7), 7);
+  EXPECT_EQ(fdatasync(reader), 0) << strerror(errno);
+  ASSERT_EQ(write(writer, "record3", 7), 7);  // lost
+  close(writer);
+  close(reader);
+  ASSERT_NO_FATAL_FAILURE(CutAndReboot());
+  EXPECT_EQ(Contents("log"), "record1record2");
+}
+
 TEST_F(LossyFsTest, ARenameBecomesDurableWithALaterFsyncOfAnotherFile) {
   ASSERT_NO_FATAL_FAILURE(Write("a", "payload", true));
   ASSERT_EQ(rename(P("a").c_str(), P("b").c_str()), 0);
