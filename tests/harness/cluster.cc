@@ -144,15 +144,16 @@ std::string TestCluster::LogPath(const std::string& name) const {
 
 std::vector<std::string> TestCluster::MdsArgv(const std::string& listen) const {
   std::vector<std::string> argv = {MdsBinary(), "--data", mds_dir(), "--listen", listen,
-          "--client-timeout-ms", std::to_string(opts_.client_timeout_ms),
-          "--ost-timeout-ms", std::to_string(opts_.ost_timeout_ms)};
+                                   "--client-timeout-ms", std::to_string(opts_.client_timeout_ms),
+                                   "--ost-timeout-ms", std::to_string(opts_.ost_timeout_ms)};
   argv.insert(argv.end(), opts_.mds_args.begin(), opts_.mds_args.end());
   return argv;
 }
 
 std::vector<std::string> TestCluster::OssArgv(int oss, const std::string& listen) const {
   std::vector<std::string> argv = {OssBinary(), "--mds", mds_.address, "--ost", ost_dir(oss),
-          "--listen", listen, "--heartbeat-ms", std::to_string(opts_.heartbeat_ms)};
+                                   "--listen", listen, "--heartbeat-ms",
+                                   std::to_string(opts_.heartbeat_ms)};
   argv.insert(argv.end(), opts_.oss_args.begin(), opts_.oss_args.end());
   return argv;
 }
