@@ -131,21 +131,32 @@ TestCluster::TestCluster(ClusterOptions opts) : opts_(std::move(opts)) {
 
 TestCluster::~TestCluster() { Stop(); }
 
-std::string TestCluster::ost_dir(int oss) const { return root_ + "/ost" + std::to_string(oss); }
+std::string TestCluster::mds_dir() const {
+  return (opts_.mds_parent.empty() ? root_ : opts_.mds_parent) + "/mds";
+}
+
+std::string TestCluster::ost_dir(int oss) const {
+  return (opts_.ost_parent.empty() ? root_ : opts_.ost_parent) + "/ost" + std::to_string(oss);
+}
 
 std::string TestCluster::LogPath(const std::string& name) const {
   return root_ + "/logs/" + name + ".log";
 }
 
 std::vector<std::string> TestCluster::MdsArgv(const std::string& listen) const {
-  return {MdsBinary(), "--data", root_ + "/mds", "--listen", listen,
-          "--client-timeout-ms", std::to_string(opts_.client_timeout_ms),
-          "--ost-timeout-ms", std::to_string(opts_.ost_timeout_ms)};
+  std::vector<std::string> argv = {MdsBinary(), "--data", mds_dir(), "--listen", listen,
+                                   "--client-timeout-ms", std::to_string(opts_.client_timeout_ms),
+                                   "--ost-timeout-ms", std::to_string(opts_.ost_timeout_ms)};
+  argv.insert(argv.end(), opts_.mds_args.begin(), opts_.mds_args.end());
+  return argv;
 }
 
 std::vector<std::string> TestCluster::OssArgv(int oss, const std::string& listen) const {
-  return {OssBinary(), "--mds", mds_.address, "--ost", ost_dir(oss), "--listen", listen,
-          "--heartbeat-ms", std::to_string(opts_.heartbeat_ms)};
+  std::vector<std::string> argv = {OssBinary(), "--mds", mds_.address, "--ost", ost_dir(oss),
+                                   "--listen", listen, "--heartbeat-ms",
+                                   std::to_string(opts_.heartbeat_ms)};
+  argv.insert(argv.end(), opts_.oss_args.begin(), opts_.oss_args.end());
+  return argv;
 }
 
 Status TestCluster::Start() {
@@ -157,7 +168,7 @@ Status TestCluster::Start() {
   chmod(root_.c_str(), 0755);  // unprivileged test children must reach the mounts
   std::error_code ec;
   fs::create_directories(root_ + "/logs", ec);
-  fs::create_directories(root_ + "/mds", ec);
+  fs::create_directories(mds_dir(), ec);
   for (int i = 0; i < num_oss(); ++i) fs::create_directories(ost_dir(i), ec);
   SFS_RETURN_IF_ERROR(StartDaemon(&mds_, MdsArgv("127.0.0.1:0")));
   // One at a time, so OSS i normally gets OST index i (easier logs to read).

@@ -12,6 +12,7 @@
 //
 // Layout of the temp dir (kept on failure, or always with SFS_KEEP_TMP=1):
 //   mds/  ostK/  mnt*/  logs/{mds,ossK,mount-*}.log
+// (mds/ and ostK/ elsewhere with ClusterOptions::mds_parent/ost_parent).
 //
 // Binaries: $SFS_MDS_BIN / $SFS_OSS_BIN / $SFS_MOUNT_BIN, else the paths
 // meson compiled in (SFS_MDS_BIN_DEFAULT...), else $SFS_BUILD_DIR/{mds,oss,
@@ -46,6 +47,12 @@ struct ClusterOptions {
   int client_timeout_ms = 30000;    // MDS drops a silent client's opens
   std::chrono::milliseconds start_timeout{30000};  // per daemon, and for all OSTs up
   std::chrono::milliseconds mount_timeout{30000};
+  // Where the MDS's state dir (<mds_parent>/mds) and the OST dirs
+  // (<ost_parent>/ostK) go; empty: under root(). E.g. a LossyFs mount.
+  std::string mds_parent;
+  std::string ost_parent;
+  std::vector<std::string> mds_args;  // appended to every sfs-mds command line
+  std::vector<std::string> oss_args;  // appended to every sfs-oss command line
 };
 
 class TestCluster {
@@ -64,6 +71,7 @@ class TestCluster {
   const std::string& mds_address() const { return mds_.address; }
   const std::string& root() const { return root_; }  // the temp dir
   int num_oss() const { return static_cast<int>(oss_.size()); }
+  std::string mds_dir() const;
   std::string ost_dir(int oss) const;
   std::string oss_address(int oss) const { return oss_[oss].address; }
 
