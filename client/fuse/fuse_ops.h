@@ -227,8 +227,14 @@ class FuseOps {
                 const client::LockSpec& spec, bool wait);
   // At RELEASE: the handle's flock lock and the OFD locks taken through it.
   void ReleaseHandleLocks(fuse_ino_t ino, fuse_file_info* fi, OpenFile* h);
-  // Before a direct write: what the kernel's file_remove_privs would do.
-  Status RemovePrivs(fuse_req_t req, fuse_ino_t ino);
+  // Before a write: what the kernel's file_remove_privs would do (file
+  // capabilities only for a direct write; the kernel strips those itself).
+  Status RemovePrivs(fuse_req_t req, fuse_ino_t ino, bool direct);
+  // Drops ino's set-id bits as a write by req's process does (SETATTR_KILL_SUID)
+  // unless it has CAP_FSETID; *mode (if not null) := the mode after.
+  Status KillSetId(fuse_req_t req, fuse_ino_t ino, uint32_t* mode);
+  // After an open with O_TRUNC for writing: KillSetId if a's mode calls for it.
+  void KillSetIdOnTrunc(fuse_req_t req, int flags, client::Attr* a);
   // One entry about to be added to a readdir reply.
   struct Emit {
     const char* name = "";  // NUL-terminated: FUSE copies it by strlen

@@ -130,6 +130,9 @@ struct LayoutSpec {
 enum SetAttrMask : uint32_t {
   kSetMode = 1, kSetUid = 2, kSetGid = 4, kSetSize = 8, kSetAtime = 16, kSetMtime = 32,
   kSetAtimeNow = 128, kSetMtimeNow = 256, kSetCtime = 1024,
+  // Drop S_ISUID (and S_ISGID with S_IXGRP) as a write does; allowed with
+  // write access, unlike kSetMode (a write by a non-owner must clear them).
+  kSetKillSuid = 2048,
 };
 struct SetAttrArgs {
   uint32_t valid = 0;
