@@ -290,6 +290,49 @@ void FuseOps::OnFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_in
   ReplyStatus(req, client_->Fsync(FileOf(fi), datasync != 0));
 }
 
+// ---- Space and copies, done by the OSSes (libsfs space_ops.h) ----
+//
+// The kernel drops its cached pages of the range after a punch, a zero range
+// and a copy's destination, and takes the new size from the reply (copy) or
+// its own arithmetic (fallocate without KEEP_SIZE). Both change the file as
+// a write does, so set-id bits go first (RemovePrivs). O_TMPFILE is not
+// here: libfuse 3.14 has no tmpfile op, so it answers the kernel's
+// FUSE_TMPFILE with ENOSYS and the kernel fails every open(O_TMPFILE) on the
+// mount with EOPNOTSUPP (fuse_ops.h).
+
+void FuseOps::OnFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+                          fuse_file_info* fi) {
+  if (off < 0 || len <= 0) return static_cast<void>(fuse_reply_err(req, EINVAL));
+  Status st = RemovePrivs(req, ino, HandleOf(fi)->direct);
+  if (st.ok()) {
+    st = client_->Fallocate(FileOf(fi), mode, static_cast<uint64_t>(off),
+                            static_cast<uint64_t>(len));
+  }
+  ReplyStatus(req, st);
+}
+
+void FuseOps::OnLseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                      fuse_file_info* fi) {
+  if (off < 0) return static_cast<void>(fuse_reply_err(req, ENXIO));
+  Result<uint64_t> at = client_->Seek(FileOf(fi), static_cast<uint64_t>(off), whence);
+  if (!at.ok()) return ReplyStatus(req, at.status());
+  fuse_reply_lseek(req, static_cast<off_t>(*at));
+}
+
+void FuseOps::OnCopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                              fuse_file_info* fi_in, fuse_ino_t ino_out, off_t off_out,
+                              fuse_file_info* fi_out, size_t len, int flags) {
+  if (flags != 0 || off_in < 0 || off_out < 0) {
+    return static_cast<void>(fuse_reply_err(req, EINVAL));
+  }
+  Status st = RemovePrivs(req, ino_out, HandleOf(fi_out)->direct);
+  if (!st.ok()) return ReplyStatus(req, st);
+  Result<size_t> n = client_->CopyRange(FileOf(fi_in), static_cast<uint64_t>(off_in),
+                                        FileOf(fi_out), static_cast<uint64_t>(off_out), len);
+  if (!n.ok()) return ReplyStatus(req, n.status());
+  fuse_reply_write(req, *n);
+}
+
 // ---- Locks: cluster-wide, granted by the MDS (libsfs SetLock) ----
 //
 // fcntl (POSIX and OFD) locks come as SETLK/SETLKW/GETLK with the kernel's

@@ -517,6 +517,16 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     o.fsync = [](fuse_req_t r, fuse_ino_t i, int d, fuse_file_info* f) {
       Self(r)->OnFsync(r, i, d, f);
     };
+    o.fallocate = [](fuse_req_t r, fuse_ino_t i, int m, off_t off, off_t len, fuse_file_info* f) {
+      Self(r)->OnFallocate(r, i, m, off, len, f);
+    };
+    o.lseek = [](fuse_req_t r, fuse_ino_t i, off_t off, int w, fuse_file_info* f) {
+      Self(r)->OnLseek(r, i, off, w, f);
+    };
+    o.copy_file_range = [](fuse_req_t r, fuse_ino_t ii, off_t oi, fuse_file_info* fi,
+                           fuse_ino_t io, off_t oo, fuse_file_info* fo, size_t n, int fl) {
+      Self(r)->OnCopyFileRange(r, ii, oi, fi, io, oo, fo, n, fl);
+    };
     o.opendir = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnOpendir(r, i, f); };
     o.readdir = [](fuse_req_t r, fuse_ino_t i, size_t s, off_t off, fuse_file_info* f) {
       Self(r)->OnReaddir(r, i, s, off, f);

@@ -1,6 +1,8 @@
 // The last POSIX gaps (issue 15), through a real sfs-mount on 1 MDS and 4
-// OSSes, every file striped 4 wide with 64 KiB stripes: set-id bits dropped
-// by a non-owner's write, truncate and O_TRUNC open, as on ext4.
+// OSSes, every file striped 4 wide with 64 KiB stripes so that each range
+// spans several objects on several OSSes: set-id bits dropped by a
+// non-owner's write, fallocate's four modes, lseek SEEK_DATA/SEEK_HOLE,
+// and copy_file_range done by the OSSes (same OST and pulled from another OSS).
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
@@ -180,6 +182,174 @@ TEST_F(FuseSpaceTest, NonOwnerWriteThroughThePageCacheClearsSetuid) {
   ASSERT_EQ(stat(f.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0777u);
   ASSERT_TRUE(cluster().Unmount(*m).ok());
+}
+
+// ---- fallocate ----------------------------------------------------------------
+
+TEST_F(FuseSpaceTest, FallocateModeZeroAllocatesAndExtendsAcrossStripes) {
+  int fd = Open("f", O_CREAT | O_RDWR);
+  ASSERT_EQ(pwrite(fd, "head", 4, 0), 4);
+  const off_t len = 5 * kStripe + 123;  // all four objects, one twice
+  ASSERT_EQ(fallocate(fd, 0, 0, len), 0) << strerror(errno);
+  struct stat st = Fstat(fd);
+  EXPECT_EQ(st.st_size, len);
+  EXPECT_GE(st.st_blocks * 512, len - 4 * kK);
+  EXPECT_EQ(Pread(fd, 4, 0), "head");
+  EXPECT_EQ(Pread(fd, 1000, 3 * kStripe), std::string(1000, '\0'));
+  struct stat other {};  // the MDS has the size too
+  ASSERT_EQ(stat(P("f").c_str(), &other), 0);
+  EXPECT_EQ(other.st_size, len);
+}
+
+TEST_F(FuseSpaceTest, FallocateKeepSizeAllocatesWithoutGrowing) {
+  std::string data;
+  int fd = Random("f", 100 * kK, &data);
+  ASSERT_EQ(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 16 * kStripe), 0) << strerror(errno);
+  struct stat st = Fstat(fd);
+  EXPECT_EQ(st.st_size, 100 * kK);
+  EXPECT_GE(st.st_blocks * 512, 16 * kStripe);
+  EXPECT_TRUE(SameBytes(Pread(fd, data.size() + 10, 0), data));
+}
+
+TEST_F(FuseSpaceTest, PunchHoleZeroesTheRangeOnEveryObjectAndKeepsTheSize) {
+  std::string data;
+  int fd = Random("f", 8 * kStripe, &data);
+  const off_t off = 50 * kK, len = 300 * kK;  // parts of five stripe units
+  ASSERT_EQ(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len), 0)
+      << strerror(errno);
+  std::fill(data.begin() + off, data.begin() + off + len, '\0');
+  EXPECT_EQ(Fstat(fd).st_size, 8 * kStripe);
+  EXPECT_TRUE(SameBytes(Pread(fd, data.size(), 0), data));
+}
+
+TEST_F(FuseSpaceTest, ZeroRangeZeroesAndGrowsUnlessKeepSize) {
+  std::string data;
+  int fd = Random("f", 4 * kStripe, &data);
+  ASSERT_EQ(fallocate(fd, FALLOC_FL_ZERO_RANGE, 10000, 100000), 0) << strerror(errno);
+  std::fill(data.begin() + 10000, data.begin() + 110000, '\0');
+  EXPECT_TRUE(SameBytes(Pread(fd, data.size(), 0), data));
+  ASSERT_EQ(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 3 * kStripe, 9 * kStripe),
+            0);
+  std::fill(data.begin() + 3 * kStripe, data.end(), '\0');
+  EXPECT_EQ(Fstat(fd).st_size, 4 * kStripe);
+  EXPECT_TRUE(SameBytes(Pread(fd, data.size(), 0), data));
+  ASSERT_EQ(fallocate(fd, FALLOC_FL_ZERO_RANGE, 2 * kStripe, 5 * kStripe), 0);
+  data.resize(7 * kStripe, '\0');
+  std::fill(data.begin() + 2 * kStripe, data.end(), '\0');
+  EXPECT_EQ(Fstat(fd).st_size, 7 * kStripe);
+  EXPECT_TRUE(SameBytes(Pread(fd, data.size() + 1, 0), data));
+}
+
+TEST_F(FuseSpaceTest, FallocateRejectsWhatLinuxRejects) {
+  int fd = Open("f", O_CREAT | O_RDWR);
+  EXPECT_EQ(fallocate(fd, 0, 0, 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, kStripe), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  int ro = Open("f", O_RDONLY);
+  EXPECT_EQ(fallocate(ro, 0, 0, 10), -1);
+  EXPECT_EQ(errno, EBADF);
+}
+
+// ---- SEEK_DATA / SEEK_HOLE ------------------------------------------------------
+
+TEST_F(FuseSpaceTest, SeekDataAndHoleFollowTheObjectsHoles) {
+  int fd = Open("f", O_CREAT | O_RDWR);
+  const std::string page(4 * kK, 'd');
+  const off_t far = 1024 * kK;  // row 4: object 0 again, at 256 KiB
+  ASSERT_EQ(pwrite(fd, page.data(), page.size(), 0), 4 * kK);
+  ASSERT_EQ(pwrite(fd, page.data(), page.size(), far), 4 * kK);
+  EXPECT_EQ(lseek(fd, 0, SEEK_DATA), 0);
+  EXPECT_EQ(lseek(fd, 0, SEEK_HOLE), 4 * kK);
+  EXPECT_EQ(lseek(fd, 4 * kK, SEEK_DATA), far);
+  EXPECT_EQ(lseek(fd, 2 * kStripe + 5, SEEK_HOLE), 2 * kStripe + 5);
+  EXPECT_EQ(lseek(fd, far + 100, SEEK_DATA), far + 100);
+  EXPECT_EQ(lseek(fd, far, SEEK_HOLE), far + 4 * kK);  // the end of file
+  EXPECT_EQ(lseek(fd, far + 4 * kK, SEEK_DATA), -1);
+  EXPECT_EQ(errno, ENXIO);
+  EXPECT_EQ(lseek(fd, far + 4 * kK, SEEK_HOLE), -1);
+  EXPECT_EQ(errno, ENXIO);
+  ASSERT_EQ(ftruncate(fd, 2 * far), 0);  // a hole to the new end: no data there
+  EXPECT_EQ(lseek(fd, far + 4 * kK, SEEK_DATA), -1);
+  EXPECT_EQ(errno, ENXIO);
+  EXPECT_EQ(lseek(fd, far + 8 * kK, SEEK_HOLE), far + 8 * kK);
+}
+
+TEST_F(FuseSpaceTest, SeekSeesAPunchedHoleInTheMiddle) {
+  std::string data;
+  int fd = Random("f", 8 * kStripe, &data);
+  // Stripe units 1-3 of row 0: objects 1, 2 and 3 lose their first unit.
+  ASSERT_EQ(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, kStripe, 3 * kStripe), 0);
+  EXPECT_EQ(lseek(fd, 0, SEEK_HOLE), kStripe);
+  EXPECT_EQ(lseek(fd, kStripe, SEEK_DATA), 4 * kStripe);
+  EXPECT_EQ(lseek(fd, 4 * kStripe, SEEK_HOLE), 8 * kStripe);
+}
+
+// ---- copy_file_range ----------------------------------------------------------
+
+// Stripe i of both files on one OST: each object is copied by its own OSS.
+TEST_F(FuseSpaceTest, CopyFileRangeBetweenFilesOnTheSameOsts) {
+  std::mt19937_64 rng(3);
+  std::vector<uint8_t> b = RandomBytes(rng, 1024 * kK + 12345);
+  const std::string data(b.begin(), b.end());
+  int src = OnOsts("src", 0);
+  int dst = OnOsts("dst", 0);
+  ASSERT_EQ(pwrite(src, data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+  Copy(src, 0, dst, 0, data.size());
+  EXPECT_EQ(Fstat(dst).st_size, static_cast<off_t>(data.size()));
+  EXPECT_TRUE(SameBytes(Pread(dst, data.size() + 1, 0), data));
+}
+
+// Stripe i of the source on OST i, of the destination on OST i+1: every
+// piece is pulled by the destination's OSS from another OSS; the offsets
+// are unaligned, so pieces are cut at both files' stripe boundaries.
+TEST_F(FuseSpaceTest, CopyFileRangeAcrossOssesAtUnalignedOffsets) {
+  std::string data;
+  int src = OnOsts("src", 0);
+  std::mt19937_64 rng(7);
+  std::vector<uint8_t> b = RandomBytes(rng, 700 * kK);
+  data.assign(b.begin(), b.end());
+  ASSERT_EQ(pwrite(src, data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+  int dst = OnOsts("dst", 1);
+  const off_t in_off = 1000, out_off = 77777, n = 300000;
+  Copy(src, in_off, dst, out_off, n);
+  std::string want(out_off, '\0');
+  want += data.substr(in_off, n);
+  EXPECT_EQ(Fstat(dst).st_size, out_off + n);
+  EXPECT_TRUE(SameBytes(Pread(dst, want.size() + 1, 0), want));
+  struct stat st {};
+  ASSERT_EQ(stat(P("dst").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, out_off + n);
+}
+
+TEST_F(FuseSpaceTest, CopyFileRangeIsShortAtEndOfFileAndKeepsHoles) {
+  int src = Open("src", O_CREAT | O_RDWR);
+  ASSERT_EQ(pwrite(src, "tail", 4, 5 * kStripe), 4);  // a hole, then 4 bytes
+  int dst = Open("dst", O_CREAT | O_RDWR);
+  ASSERT_EQ(pwrite(dst, std::string(6 * kStripe, 'x').data(), 6 * kStripe, 0), 6 * kStripe);
+  off_t in = 0, out = 0;
+  EXPECT_EQ(copy_file_range(src, &in, dst, &out, 100 * kStripe, 0), 5 * kStripe + 4);
+  std::string want(5 * kStripe, '\0');
+  want += "tail";
+  want += std::string(kStripe - 4, 'x');
+  EXPECT_TRUE(SameBytes(Pread(dst, want.size() + 1, 0), want));
+  EXPECT_EQ(lseek(dst, 0, SEEK_DATA), 5 * kStripe) << "the copied hole stays a hole";
+  in = 5 * kStripe + 4;
+  EXPECT_EQ(copy_file_range(src, &in, dst, &out, 10, 0), 0);
+}
+
+TEST_F(FuseSpaceTest, CopyFileRangeBetweenDifferentLayouts) {
+  std::string data;
+  int src = Random("src", 500 * kK, &data);
+  int dst = Open("dst", O_CREAT | O_RDWR);
+  auto a = client().ResolvePath(kRoot, rel_ + "/dst");
+  ASSERT_TRUE(a.ok());
+  client::LayoutSpec l;
+  l.stripe_count = 3;
+  l.stripe_size = 128 * kK;
+  ASSERT_TRUE(client().SetLayout(kRoot, a->ino, l, false).ok());
+  Copy(src, 0, dst, 4096, data.size());
+  EXPECT_TRUE(SameBytes(Pread(dst, data.size() + 1, 4096), data));
 }
 
 }  // namespace
