@@ -2,7 +2,8 @@
 // OSSes, every file striped 4 wide with 64 KiB stripes so that each range
 // spans several objects on several OSSes: set-id bits dropped by a
 // non-owner's write, fallocate's four modes, lseek SEEK_DATA/SEEK_HOLE,
-// and copy_file_range done by the OSSes (same OST and pulled from another OSS).
+// copy_file_range done by the OSSes (same OST and pulled from another OSS),
+// and O_TMPFILE refused cleanly.
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
@@ -350,6 +351,22 @@ TEST_F(FuseSpaceTest, CopyFileRangeBetweenDifferentLayouts) {
   ASSERT_TRUE(client().SetLayout(kRoot, a->ino, l, false).ok());
   Copy(src, 0, dst, 4096, data.size());
   EXPECT_TRUE(SameBytes(Pread(dst, data.size() + 1, 4096), data));
+}
+
+// ---- O_TMPFILE ----------------------------------------------------------------
+
+// libfuse 3.14 has no tmpfile op: the kernel's FUSE_TMPFILE gets ENOSYS,
+// which it reports as EOPNOTSUPP (fuse_ops.h); the directory is untouched.
+TEST_F(FuseSpaceTest, OTmpfileFailsCleanlyWithEopnotsupp) {
+  for (int i = 0; i < 2; ++i) {
+    int fd = open(dir_.c_str(), O_TMPFILE | O_RDWR, 0600);
+    EXPECT_EQ(fd, -1);
+    EXPECT_EQ(errno, EOPNOTSUPP) << strerror(errno);
+    if (fd >= 0) close(fd);
+  }
+  auto page = client().Readdir(kRoot, client().ResolvePath(kRoot, rel_)->ino, "", 10, false);
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->entries.empty());
 }
 
 }  // namespace
