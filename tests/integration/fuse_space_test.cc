@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -351,6 +352,21 @@ TEST_F(FuseSpaceTest, CopyFileRangeBetweenDifferentLayouts) {
   ASSERT_TRUE(client().SetLayout(kRoot, a->ino, l, false).ok());
   Copy(src, 0, dst, 4096, data.size());
   EXPECT_TRUE(SameBytes(Pread(dst, data.size() + 1, 4096), data));
+}
+
+// cp(1) within the mount: coreutils 9.1 finds a sparse source's data with
+// SEEK_DATA/SEEK_HOLE (strace: it then reads and writes only the data).
+TEST_F(FuseSpaceTest, CpWithinTheMountKeepsContentSizeAndHoles) {
+  std::string data;
+  int src = Random("src", 300 * kK, &data);
+  ASSERT_EQ(ftruncate(src, 3 * 1024 * kK), 0);  // a 2.7 MiB hole at the end
+  data.resize(3 * 1024 * kK, '\0');
+  const std::string cmd = "cp '" + P("src") + "' '" + P("dst") + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  int dst = Open("dst", O_RDONLY);
+  EXPECT_EQ(Fstat(dst).st_size, 3 * 1024 * kK);
+  EXPECT_TRUE(SameBytes(Pread(dst, data.size() + 1, 0), data));
+  EXPECT_LT(Fstat(dst).st_blocks * 512, 1024 * kK) << "the hole was not written";
 }
 
 // ---- O_TMPFILE ----------------------------------------------------------------
