@@ -26,7 +26,7 @@ Result<layout::Geometry> GeometryOf(const LayoutSpec& l) {
 
 // A piece of a copy: in one stripe unit of both files.
 struct Segment {
-  uint64_t in_off = 0;   // file offsets
+  uint64_t in_off = 0;  // file offsets
   uint64_t out_off = 0;
   uint64_t length = 0;
 };
@@ -41,15 +41,15 @@ struct CopyCall {
 // The copy calls of file range [in_off, in_off + len): a segment per pair of
 // stripe units, merged into the last call of the same object pair when it
 // continues it in both objects.
-std::vector<CopyCall> PlanCopy(const LayoutSpec& from, const layout::Geometry& gi,
-                               uint64_t in_off, const LayoutSpec& to,
-                               const layout::Geometry& go, uint64_t out_off, uint64_t len) {
+std::vector<CopyCall> PlanCopy(const LayoutSpec& from, const layout::Geometry& gi, uint64_t in_off,
+                               const LayoutSpec& to, const layout::Geometry& go, uint64_t out_off,
+                               uint64_t len) {
   std::vector<CopyCall> calls;
   std::map<std::tuple<uint32_t, uint32_t>, size_t> last;  // (src stripe, dst stripe) -> call
   for (uint64_t done = 0; done < len;) {
     const uint64_t a = in_off + done, b = out_off + done;
-    const uint64_t n = std::min({gi.stripe_size - a % gi.stripe_size,
-                                 go.stripe_size - b % go.stripe_size, len - done});
+    const uint64_t n = std::min(
+        {gi.stripe_size - a % gi.stripe_size, go.stripe_size - b % go.stripe_size, len - done});
     const layout::Extent x = layout::MapRange(gi, a, n)[0];
     const layout::Extent y = layout::MapRange(go, b, n)[0];
     auto it = last.find({x.stripe, y.stripe});

@@ -37,7 +37,8 @@ Status Land(ObjectStore& dst, uint64_t oid, uint64_t off, std::span<const uint8_
     return dst.Write(oid, off + run, piece.subspan(run, end - run), false);
   };
   for (uint64_t at = 0; at < piece.size();) {
-    const uint64_t next = std::min<uint64_t>((off + at) / kBlock * kBlock + kBlock - off, piece.size());
+    const uint64_t next =
+        std::min<uint64_t>((off + at) / kBlock * kBlock + kBlock - off, piece.size());
     const bool whole = (off + at) % kBlock == 0 && next - at == kBlock;
     const bool zero = whole && AllZero(piece.subspan(at, next - at));
     if (at == 0) run_zero = zero;
@@ -89,7 +90,8 @@ Result<uint64_t> FinishRead(rpc::Channel& ch, PullRead& r) {
   r.call.reset();
   if (!st.ok()) return Status(EIO, "pull from " + ch.address() + ": " + st.ToString());
   proto::OssResponse out;
-  if (!out.ParseFromString(resp.payload)) return Status(EIO, "unparsable reply from " + ch.address());
+  if (!out.ParseFromString(resp.payload))
+    return Status(EIO, "unparsable reply from " + ch.address());
   if (out.status().code() != 0) return Status(out.status().code(), out.status().message());
   if (resp.bulk_len < r.buf.size()) {
     std::memset(r.buf.data() + resp.bulk_len, 0, r.buf.size() - resp.bulk_len);

@@ -50,8 +50,8 @@ class PeerChannels {
 
 // Where a copy's bytes come from: a store of this OSS, or a peer's OST.
 struct CopySource {
-  ObjectStore* local = nullptr;   // set: read from this store
-  rpc::Channel* remote = nullptr; // else: pull from this OSS
+  ObjectStore* local = nullptr;    // set: read from this store
+  rpc::Channel* remote = nullptr;  // else: pull from this OSS
   uint32_t ost = 0;
   uint64_t oid = 0;
   uint64_t offset = 0;

@@ -199,7 +199,9 @@ bool KnownFallocateMode(uint32_t mode) {
 
 Status DoFallocate(ObjectStore& store, const OssRequest& req) {
   const proto::ObjFallocateReq& f = req.fallocate();
-  if (!KnownFallocateMode(f.mode())) return Status::Errno(EOPNOTSUPP, "fallocate mode not supported");
+  if (!KnownFallocateMode(f.mode())) {
+    return Status::Errno(EOPNOTSUPP, "fallocate mode not supported");
+  }
   if (f.length() == 0) return Status::Errno(EINVAL, "fallocate of length 0");
   if (f.offset() > kMaxObjectOffset || f.length() > kMaxObjectOffset - f.offset()) {
     return Status::Errno(EFBIG, "fallocate past the largest object");
@@ -228,7 +230,9 @@ Status CheckCopy(const OssRequest& req) {
     return Status::Errno(EFBIG, "copy destination past the largest object");
   }
   const bool same = c.src_ost() == req.ost() && c.src_oid() == req.oid();
-  if (same && c.src_offset() < c.offset() + c.length() && c.offset() < c.src_offset() + c.length()) {
+  const bool overlap =
+      c.src_offset() < c.offset() + c.length() && c.offset() < c.src_offset() + c.length();
+  if (same && overlap) {
     return Status::Errno(EINVAL, "overlapping copy within one object");
   }
   return Status::Ok();

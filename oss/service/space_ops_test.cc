@@ -2,9 +2,8 @@
 // what each does to the object, and that bad input gets an errno, never a
 // crash. (Copies pulled from another OSS run in tests/integration.)
 #include <fcntl.h>
-#include <linux/falloc.h>
-
 #include <gtest/gtest.h>
+#include <linux/falloc.h>
 
 #include <limits>
 #include <string>

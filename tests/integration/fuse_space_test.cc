@@ -5,14 +5,13 @@
 // copy_file_range done by the OSSes (same OST and pulled from another OSS),
 // and O_TMPFILE refused cleanly.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "tests/harness/fixture.h"
 
@@ -230,8 +229,7 @@ TEST_F(FuseSpaceTest, ZeroRangeZeroesAndGrowsUnlessKeepSize) {
   ASSERT_EQ(fallocate(fd, FALLOC_FL_ZERO_RANGE, 10000, 100000), 0) << strerror(errno);
   std::fill(data.begin() + 10000, data.begin() + 110000, '\0');
   EXPECT_TRUE(SameBytes(Pread(fd, data.size(), 0), data));
-  ASSERT_EQ(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 3 * kStripe, 9 * kStripe),
-            0);
+  ASSERT_EQ(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 3 * kStripe, 9 * kStripe), 0);
   std::fill(data.begin() + 3 * kStripe, data.end(), '\0');
   EXPECT_EQ(Fstat(fd).st_size, 4 * kStripe);
   EXPECT_TRUE(SameBytes(Pread(fd, data.size(), 0), data));
