@@ -171,7 +171,11 @@ int Fail(const Status& st) {
 
 // Registers, serves until a signal arrives, then stops everything in order.
 int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
+  // Client channels: to the MDS (registrar) and to peer OSSes (copies' pulls).
+  std::unique_ptr<rpc::IoContext> io = rpc::IoContext::Create(1);
+  PeerChannels peers(io.get());
   OssService service;
+  service.SetPeers(&peers);
   service.set_inline_read_max(static_cast<uint64_t>(flags.inline_read_kib) * 1024);
   rpc::ServerOptions sopts;
   (void)rpc::ParseAddress(flags.listen, &sopts.host, &sopts.port);  // checked by ParseFlags
@@ -196,7 +200,6 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
       std::fflush(stdout);
     });
   };
-  std::unique_ptr<rpc::IoContext> io = rpc::IoContext::Create(1);
   RegistrarOptions ropts;
   ropts.self_address = *self;
   ropts.heartbeat_interval = std::chrono::milliseconds(flags.heartbeat_ms);

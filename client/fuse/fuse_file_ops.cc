@@ -19,7 +19,10 @@
 // a direct write, and the node table keeps a later open from keeping pages
 // cached before it (NodeTable::OpenedForWrite). The kernel does not
 // remove privileges before a direct write (file_remove_privs): RemovePrivs
-// does, as the kernel would have.
+// does, as the kernel would have. Set-id bits are dropped here before every
+// write, as SETATTR_KILL_SUID, which the MDS grants any writer (the
+// kernel's own drop, a chmod with the writer's credentials that the MDS
+// must refuse to a non-owner, is turned into one too: fuse_ops.cc OnSetAttr).
 //
 // Write-behind (-o write_behind_kb=N, libsfs Client::WriteBehind): a WRITE
 // on a direct handle is answered once libsfs has copied its bytes into
@@ -130,6 +133,7 @@ void FuseOps::OnOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   client::Attr a;
   Result<std::shared_ptr<client::File>> f = client_->Open(CredOf(req), ino, fi->flags, &a);
   if (!f.ok()) return ReplyStatus(req, f.status());
+  KillSetIdOnTrunc(req, fi->flags, &a);
   ReplyOpen(req, std::move(*f), a, fi, /*with_entry=*/false);
 }
 
@@ -141,7 +145,17 @@ void FuseOps::OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode
       client_->Create(CredOf(req), parent, name, mode, fi->flags, &a);
   NoteAdded(parent, name, f.status(), &a, start);  // before the kernel has the reply
   if (!f.ok()) return ReplyStatus(req, f.status());
+  KillSetIdOnTrunc(req, fi->flags, &a);
   ReplyOpen(req, std::move(*f), a, fi, /*with_entry=*/true);
+}
+
+// open(O_TRUNC) drops the set-id bits as a truncate does (the kernel
+// leaves it to us: FUSE_CAP_HANDLE_KILLPRIV). A failure leaves them: the
+// open itself (and its truncate) succeeded.
+void FuseOps::KillSetIdOnTrunc(fuse_req_t req, int flags, client::Attr* a) {
+  if ((flags & O_TRUNC) == 0 || (flags & O_ACCMODE) == O_RDONLY) return;
+  nodes_.NoteMode(a->ino, a->mode);
+  if (nodes_.SetIdBitsToDrop(a->ino) != 0) (void)KillSetId(req, a->ino, &a->mode);
 }
 
 void FuseOps::OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -184,8 +198,8 @@ void FuseOps::OnWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* bufv, off_
     size = static_cast<size_t>(got);
     data = copy.get();
   }
-  if (HandleOf(fi)->direct) {
-    Status st = RemovePrivs(req, ino);
+  {
+    Status st = RemovePrivs(req, ino, HandleOf(fi)->direct);
     if (!st.ok()) return ReplyStatus(req, st);
   }
   // Write-only handles write behind (-o write_behind_kb): the reply goes once
@@ -213,12 +227,14 @@ void FuseOps::OnWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* bufv, off_
   if (wake) client_->WakeWriteBehind();
 }
 
-// The kernel's file_remove_privs, for a direct write: drop security.capability
-// (asked of the MDS once per open while absent: NodeTable::NoCaps), then the
-// set-id bits the last known mode calls for unless the writer has
-// CAP_FSETID. Both as the writer, as the kernel's own requests would be.
-Status FuseOps::RemovePrivs(fuse_req_t req, fuse_ino_t ino) {
-  const bool caps_absent = nodes_.NoCaps(ino);
+// The kernel's file_remove_privs: drop security.capability before a direct
+// write (the kernel does it for page-cache writes; asked of the MDS once per
+// open while absent: NodeTable::NoCaps), then, before any write, the set-id
+// bits the last known mode has unless the writer has CAP_FSETID. As the
+// writer, as the kernel's own requests would be; the set-id drop is
+// SETATTR_KILL_SUID, which the MDS grants any writer (a chmod it would not).
+Status FuseOps::RemovePrivs(fuse_req_t req, fuse_ino_t ino, bool direct) {
+  const bool caps_absent = !direct || nodes_.NoCaps(ino);
   const uint32_t setid = nodes_.SetIdBitsToDrop(ino);
   if (caps_absent && setid == 0) return Status::Ok();  // every write but the first
   const client::Cred cred = CredOf(req);
@@ -233,17 +249,18 @@ Status FuseOps::RemovePrivs(fuse_req_t req, fuse_ino_t ino) {
       nodes_.NoteNoCaps(ino, gen);
     }  // any other answer: nothing to strip, as the kernel decides
   }
-  if (setid == 0 || HasCapFsetid(fuse_req_ctx(req)->pid)) return Status::Ok();
-  Result<client::Attr> a = client_->GetAttr(cred, ino);  // the kernel refreshes too
-  if (!a.ok()) return a.status();
-  nodes_.NoteMode(ino, a->mode);
+  if (setid == 0) return Status::Ok();
+  return KillSetId(req, ino, nullptr);
+}
+
+Status FuseOps::KillSetId(fuse_req_t req, fuse_ino_t ino, uint32_t* mode) {
+  if (HasCapFsetid(fuse_req_ctx(req)->pid)) return Status::Ok();
   client::SetAttrArgs args;
-  args.valid = client::kSetMode;
-  args.mode = a->mode & ~nodes_.SetIdBitsToDrop(ino);
-  if (args.mode == a->mode) return Status::Ok();
-  Result<client::Attr> changed = client_->SetAttr(cred, ino, args, nullptr);
+  args.valid = client::kSetKillSuid;
+  Result<client::Attr> changed = client_->SetAttr(CredOf(req), ino, args, nullptr);
   if (!changed.ok()) return changed.status();
   nodes_.NoteMode(ino, changed->mode);
+  if (mode != nullptr) *mode = changed->mode;
   return Status::Ok();
 }
 
@@ -271,6 +288,49 @@ void FuseOps::OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void FuseOps::OnFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
   ReplyStatus(req, client_->Fsync(FileOf(fi), datasync != 0));
+}
+
+// ---- Space and copies, done by the OSSes (libsfs space_ops.h) ----
+//
+// The kernel drops its cached pages of the range after a punch, a zero range
+// and a copy's destination, and takes the new size from the reply (copy) or
+// its own arithmetic (fallocate without KEEP_SIZE). Both change the file as
+// a write does, so set-id bits go first (RemovePrivs). O_TMPFILE is not
+// here: libfuse 3.14 has no tmpfile op, so it answers the kernel's
+// FUSE_TMPFILE with ENOSYS and the kernel fails every open(O_TMPFILE) on the
+// mount with EOPNOTSUPP (fuse_ops.h).
+
+void FuseOps::OnFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+                          fuse_file_info* fi) {
+  if (off < 0 || len <= 0) return static_cast<void>(fuse_reply_err(req, EINVAL));
+  Status st = RemovePrivs(req, ino, HandleOf(fi)->direct);
+  if (st.ok()) {
+    st = client_->Fallocate(FileOf(fi), mode, static_cast<uint64_t>(off),
+                            static_cast<uint64_t>(len));
+  }
+  ReplyStatus(req, st);
+}
+
+void FuseOps::OnLseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                      fuse_file_info* fi) {
+  if (off < 0) return static_cast<void>(fuse_reply_err(req, ENXIO));
+  Result<uint64_t> at = client_->Seek(FileOf(fi), static_cast<uint64_t>(off), whence);
+  if (!at.ok()) return ReplyStatus(req, at.status());
+  fuse_reply_lseek(req, static_cast<off_t>(*at));
+}
+
+void FuseOps::OnCopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                              fuse_file_info* fi_in, fuse_ino_t ino_out, off_t off_out,
+                              fuse_file_info* fi_out, size_t len, int flags) {
+  if (flags != 0 || off_in < 0 || off_out < 0) {
+    return static_cast<void>(fuse_reply_err(req, EINVAL));
+  }
+  Status st = RemovePrivs(req, ino_out, HandleOf(fi_out)->direct);
+  if (!st.ok()) return ReplyStatus(req, st);
+  Result<size_t> n = client_->CopyRange(FileOf(fi_in), static_cast<uint64_t>(off_in),
+                                        FileOf(fi_out), static_cast<uint64_t>(off_out), len);
+  if (!n.ok()) return ReplyStatus(req, n.status());
+  fuse_reply_write(req, *n);
 }
 
 // ---- Locks: cluster-wide, granted by the MDS (libsfs SetLock) ----

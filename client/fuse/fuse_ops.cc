@@ -215,6 +215,11 @@ void FuseOps::OnInit(fuse_conn_info* conn) {
   want(FUSE_CAP_PARALLEL_DIROPS);
   want(FUSE_CAP_ATOMIC_O_TRUNC);
   want(FUSE_CAP_CACHE_SYMLINKS);  // a symlink never changes; a new one is a new inode
+  // Set-id bits are dropped here on write, truncate and O_TRUNC (the MDS
+  // does it on chown; fuse_file_ops.cc RemovePrivs). Linux 6.18 takes the
+  // flag yet still sends its own drops, as modes: OnSetAttr turns those into
+  // SETATTR_KILL_SUID, so either way a non-owner's write succeeds.
+  want(FUSE_CAP_HANDLE_KILLPRIV);
   if (opts_.splice_write) {
     want(FUSE_CAP_SPLICE_WRITE);
   } else {
@@ -231,7 +236,11 @@ void FuseOps::OnInit(fuse_conn_info* conn) {
     conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
   }
   LOG_INFO("FUSE session up: protocol 7." << conn->proto_minor << ", max_write "
-                                          << conn->max_write << ", max_read " << conn->max_read);
+                                          << conn->max_write << ", max_read " << conn->max_read
+                                          << ", handle_killpriv "
+                                          << ((conn->want & FUSE_CAP_HANDLE_KILLPRIV) != 0
+                                                  ? "on"
+                                                  : "off"));
 }
 
 // A name absent from a complete directory is answered here (complete_dirs.h).
@@ -293,9 +302,33 @@ void FuseOps::OnSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_
   // ftruncate comes with its file handle: an fd opened for writing may truncate.
   const client::File* via =
       (to_set & FUSE_SET_ATTR_SIZE) && fi != nullptr && fi->fh != 0 ? FileOfHandle(fi) : nullptr;
-  Result<client::Attr> a = client_->SetAttr(CredOf(req), ino, ToSetAttrArgs(*st, to_set), via);
+  client::SetAttrArgs args = ToSetAttrArgs(*st, to_set);
+  // The kernel drops set-id bits itself before a write or with a truncate
+  // (FUSE_CAP_HANDLE_KILLPRIV notwithstanding, Linux 6.18): as a mode,
+  // alone or with the size, sent with the writer's credentials, which the
+  // MDS must refuse as a chmod by a non-owner. So: a mode that comes with a
+  // size (no chmod(2) does) goes as SETATTR_KILL_SUID, which the MDS grants
+  // any writer; a mode alone that the MDS refused goes so once more if all
+  // it does is drop the bits a write drops. (Hence a non-owner with write
+  // access may also chmod those bits away; a write would drop them anyway.)
+  const bool kill_with_size =
+      (to_set & FUSE_SET_ATTR_SIZE) != 0 && (to_set & FUSE_SET_ATTR_MODE) != 0;
+  if (kill_with_size) args.valid = (args.valid & ~client::kSetMode) | client::kSetKillSuid;
+  Result<client::Attr> a = client_->SetAttr(CredOf(req), ino, args, via);
+  if (!a.ok() && a.status().code() == EPERM && !kill_with_size &&
+      (to_set & ~(FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_CTIME)) == 0 &&
+      nodes_.IsSetIdDrop(ino, st->st_mode)) {
+    args.valid = (args.valid & ~client::kSetMode) | client::kSetKillSuid;
+    a = client_->SetAttr(CredOf(req), ino, args, via);
+  }
   dirs_.DropAttr(ino);
   if (!a.ok()) return ReplyStatus(req, a.status());
+  // A kernel that leaves a truncate's set-id drop to us (HANDLE_KILLPRIV):
+  // as a write does (a failure leaves them; the truncate happened).
+  if ((to_set & FUSE_SET_ATTR_SIZE) != 0 && (to_set & FUSE_SET_ATTR_MODE) == 0) {
+    nodes_.NoteMode(ino, a->mode);
+    if (nodes_.SetIdBitsToDrop(ino) != 0) (void)KillSetId(req, ino, &a->mode);
+  }
   ReplyAttr(req, *a);
 }
 
@@ -483,6 +516,16 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     };
     o.fsync = [](fuse_req_t r, fuse_ino_t i, int d, fuse_file_info* f) {
       Self(r)->OnFsync(r, i, d, f);
+    };
+    o.fallocate = [](fuse_req_t r, fuse_ino_t i, int m, off_t off, off_t len, fuse_file_info* f) {
+      Self(r)->OnFallocate(r, i, m, off, len, f);
+    };
+    o.lseek = [](fuse_req_t r, fuse_ino_t i, off_t off, int w, fuse_file_info* f) {
+      Self(r)->OnLseek(r, i, off, w, f);
+    };
+    o.copy_file_range = [](fuse_req_t r, fuse_ino_t ii, off_t oi, fuse_file_info* fi,
+                           fuse_ino_t io, off_t oo, fuse_file_info* fo, size_t n, int fl) {
+      Self(r)->OnCopyFileRange(r, ii, oi, fi, io, oo, fo, n, fl);
     };
     o.opendir = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnOpendir(r, i, f); };
     o.readdir = [](fuse_req_t r, fuse_ino_t i, size_t s, off_t off, fuse_file_info* f) {

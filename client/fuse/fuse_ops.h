@@ -73,9 +73,13 @@
 //   re-created through another mount is usable at once. (This needs the MDS
 //   to answer ESTALE, not ENOENT, when the *parent* of a named operation is
 //   gone; opendir checks its directory with GetAttr for the same reason.)
-// - Not implemented, so the kernel answers: fallocate (EOPNOTSUPP), lseek
-//   SEEK_DATA/SEEK_HOLE (the whole file is data), copy_file_range (copied
-//   through the page cache), ioctl. POSIX ACL xattrs are EOPNOTSUPP.
+// - fallocate (mode 0, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE), lseek
+//   SEEK_DATA/SEEK_HOLE and copy_file_range are done by the OSSes on the
+//   stripe objects (libsfs space_ops.h; no file data through the mount).
+// - Not implemented, so the kernel answers: ioctl; O_TMPFILE (EOPNOTSUPP:
+//   libfuse 3.14 has no tmpfile op, so the kernel's FUSE_TMPFILE gets ENOSYS,
+//   which the kernel turns into EOPNOTSUPP for good, as on other FUSE file
+//   systems of this libfuse). POSIX ACL xattrs are EOPNOTSUPP.
 // - Locks (flock, fcntl POSIX and OFD) are cluster-wide, granted by the MDS
 //   (fuse_file_ops.cc, "Locks"); -o nolocks leaves them to the kernel, per
 //   mount. With locks on, read-only handles get FLUSH too (where a
@@ -175,6 +179,13 @@ class FuseOps {
   void OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void OnFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
+  // Space and copies (fuse_file_ops.cc).
+  void OnFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+                   fuse_file_info* fi);
+  void OnLseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info* fi);
+  void OnCopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_info* fi_in,
+                       fuse_ino_t ino_out, off_t off_out, fuse_file_info* fi_out, size_t len,
+                       int flags);
   // Locks (fuse_file_ops.cc).
   void OnGetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock);
   void OnSetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock,
@@ -227,8 +238,14 @@ class FuseOps {
                 const client::LockSpec& spec, bool wait);
   // At RELEASE: the handle's flock lock and the OFD locks taken through it.
   void ReleaseHandleLocks(fuse_ino_t ino, fuse_file_info* fi, OpenFile* h);
-  // Before a direct write: what the kernel's file_remove_privs would do.
-  Status RemovePrivs(fuse_req_t req, fuse_ino_t ino);
+  // Before a write: what the kernel's file_remove_privs would do (file
+  // capabilities only for a direct write; the kernel strips those itself).
+  Status RemovePrivs(fuse_req_t req, fuse_ino_t ino, bool direct);
+  // Drops ino's set-id bits as a write by req's process does (SETATTR_KILL_SUID)
+  // unless it has CAP_FSETID; *mode (if not null) := the mode after.
+  Status KillSetId(fuse_req_t req, fuse_ino_t ino, uint32_t* mode);
+  // After an open with O_TRUNC for writing: KillSetId if a's mode calls for it.
+  void KillSetIdOnTrunc(fuse_req_t req, int flags, client::Attr* a);
   // One entry about to be added to a readdir reply.
   struct Emit {
     const char* name = "";  // NUL-terminated: FUSE copies it by strlen

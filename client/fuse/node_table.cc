@@ -78,6 +78,13 @@ uint32_t NodeTable::SetIdBitsToDrop(uint64_t ino) const {
   return drop;
 }
 
+bool NodeTable::IsSetIdDrop(uint64_t ino, uint32_t mode) const {
+  const uint32_t drop = SetIdBitsToDrop(ino);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  return drop != 0 && it != nodes_.end() && (mode & 07777) == (it->second.mode & 07777 & ~drop);
+}
+
 bool NodeTable::NoCaps(uint64_t ino) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(ino);

@@ -66,6 +66,10 @@ class NodeTable {
   // mode last noted: S_ISUID, and S_ISGID when S_IXGRP is set (as FUSE's
   // kernel side does). 0 for an inode the kernel does not hold.
   uint32_t SetIdBitsToDrop(uint64_t ino) const;
+  // True iff setting ino's mode to `mode` does nothing but drop
+  // SetIdBitsToDrop(ino) (some bits at least) from the mode last noted: the
+  // kernel's set-id drop before a write.
+  bool IsSetIdDrop(uint64_t ino, uint32_t mode) const;
   // True iff security.capability of ino is known to be absent (see above).
   bool NoCaps(uint64_t ino) const;
   // Before asking the MDS for security.capability: a token for NoteNoCaps.

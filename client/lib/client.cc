@@ -13,6 +13,7 @@
 // Locks: File::mu_ and Impl::files_mu_ are leaves, held for a few field
 // updates, never across an RPC. files_mu_ is taken before a File's mu_.
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -20,6 +21,8 @@
 #include <chrono>
 #include <climits>
 #include <future>
+#include <iterator>
+#include <optional>
 #include <random>
 #include <thread>
 #include <unordered_map>
@@ -34,6 +37,7 @@
 #include "client/lib/mds_client.h"
 #include "client/lib/migrate.h"
 #include "client/lib/oss_pool.h"
+#include "client/lib/space_ops.h"
 #include "client/lib/write_behind.h"
 #include "common/log.h"
 #include "common/rpc/rpc.h"
@@ -699,6 +703,60 @@ Status Client::Fsync(File& f, bool datasync) {
 }
 
 Status Client::SyncMetadata() { return impl_->mds->Sync(); }
+
+// ---- space and copies (space_ops.h) ----
+
+Status Client::Fallocate(File& f, int mode, uint64_t off, uint64_t len) {
+  const int known[] = {0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                       FALLOC_FL_ZERO_RANGE, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE};
+  if (std::find(std::begin(known), std::end(known), mode) == std::end(known)) {
+    return Status(EOPNOTSUPP, "fallocate mode not supported");
+  }
+  if (len == 0) return Status(EINVAL, "fallocate of length 0");
+  if (off > kMaxFileSize || len > kMaxFileSize - off) return Status(EFBIG, "past the largest file");
+  if ((f.flags_ & O_ACCMODE) == O_RDONLY) return Status(EBADF, "not open for writing");
+  impl_->WaitWrites(f.ino_);
+  SFS_RETURN_IF_ERROR(FallocateObjects(*impl_->striper, f.layout_, mode, off, len));
+  // The size report also carries the new blocks (and an mtime, as a write).
+  NoteWritten(f, (mode & FALLOC_FL_KEEP_SIZE) != 0 ? 0 : off + len);
+  return ReportSize(f);
+}
+
+Result<uint64_t> Client::Seek(File& f, uint64_t off, int whence) {
+  if (whence != SEEK_DATA && whence != SEEK_HOLE) return Status(EINVAL, "whence");
+  impl_->WaitWrites(f.ino_);
+  SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->GetAttr(f.cred_, f.ino_));
+  const uint64_t size = impl_->MergeLocal(std::move(a), true).size;
+  if (off >= size) return Status(ENXIO, "at or past the end of file");
+  SFS_ASSIGN_OR_RETURN(std::optional<uint64_t> at,
+                       SeekObjects(*impl_->striper, f.layout_, off, whence == SEEK_HOLE));
+  if (whence == SEEK_HOLE) return at ? std::min(*at, size) : size;
+  if (!at || *at >= size) return Status(ENXIO, "no data past the offset");
+  return *at;
+}
+
+Result<size_t> Client::CopyRange(File& in, uint64_t in_off, File& out, uint64_t out_off,
+                                 size_t len) {
+  if ((in.flags_ & O_ACCMODE) == O_WRONLY || (out.flags_ & O_ACCMODE) == O_RDONLY) {
+    return Status(EBADF, "copy from a write-only or to a read-only handle");
+  }
+  impl_->WaitWrites(in.ino_);
+  impl_->WaitWrites(out.ino_);
+  SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->GetAttr(in.cred_, in.ino_));
+  const uint64_t size = impl_->MergeLocal(std::move(a), true).size;
+  if (in_off >= size || len == 0) return size_t{0};
+  const uint64_t n = std::min<uint64_t>(len, size - in_off);
+  if (out_off > kMaxFileSize || n > kMaxFileSize - out_off) {
+    return Status(EFBIG, "copy past the largest file");
+  }
+  if (in.ino_ == out.ino_ && in_off < out_off + n && out_off < in_off + n) {
+    return Status(EINVAL, "overlapping copy within one file");
+  }
+  SFS_RETURN_IF_ERROR(CopyObjects(*impl_->striper, in.layout_, in_off, out.layout_, out_off, n));
+  NoteWritten(out, out_off + n);
+  SFS_RETURN_IF_ERROR(ReportSize(out));
+  return static_cast<size_t>(n);
+}
 
 // ---- namespace ----
 

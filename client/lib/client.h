@@ -130,6 +130,9 @@ struct LayoutSpec {
 enum SetAttrMask : uint32_t {
   kSetMode = 1, kSetUid = 2, kSetGid = 4, kSetSize = 8, kSetAtime = 16, kSetMtime = 32,
   kSetAtimeNow = 128, kSetMtimeNow = 256, kSetCtime = 1024,
+  // Drop S_ISUID (and S_ISGID with S_IXGRP) as a write does; allowed with
+  // write access, unlike kSetMode (a write by a non-owner must clear them).
+  kSetKillSuid = 2048,
 };
 struct SetAttrArgs {
   uint32_t valid = 0;
@@ -284,6 +287,26 @@ class Client {
   Status Fsync(File& f, bool datasync);
   // Makes every metadata change acknowledged before it durable (fsyncdir).
   Status SyncMetadata();
+
+  // Space and copies on the servers (space_ops.h). Each waits for f's
+  // queued writes first.
+  // fallocate(2): mode 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE |
+  // KEEP_SIZE, FALLOC_FL_ZERO_RANGE [| KEEP_SIZE] (else EOPNOTSUPP) on every
+  // object the range touches; without KEEP_SIZE the MDS's size becomes at
+  // least off + len before this returns. EINVAL for len 0, EFBIG past the
+  // largest file, EBADF for a handle not open for writing.
+  Status Fallocate(File& f, int mode, uint64_t off, uint64_t len);
+  // lseek(2) SEEK_DATA / SEEK_HOLE (whence) from off: ENXIO at or past the
+  // end of file, and for SEEK_DATA when only holes follow; the end of file
+  // is a hole. EINVAL for any other whence.
+  Result<uint64_t> Seek(File& f, uint64_t off, int whence);
+  // copy_file_range(2): up to len bytes from in at in_off (fewer at its end
+  // of file) to out at out_off, copied by the OSSes (no data through this
+  // client unless an OSS cannot: space_ops.h). Returns the bytes copied; the
+  // MDS's size of out covers them before this returns. EINVAL for
+  // overlapping ranges of one file, EBADF for in not readable or out not
+  // writable, EFBIG past the largest file.
+  Result<size_t> CopyRange(File& in, uint64_t in_off, File& out, uint64_t out_off, size_t len);
 
   // Cluster-wide locks (issue 14; lock_book.h), granted by the MDS to
   // (this client, owner); owner is the kernel's lock owner. flock selects

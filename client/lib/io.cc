@@ -21,7 +21,7 @@ namespace sfs::client {
 using Clock = std::chrono::steady_clock;
 
 struct Striper::Piece {
-  enum class Op { kRead, kWrite, kTruncate, kStat, kSync, kWriteV };
+  enum class Op { kRead, kWrite, kTruncate, kStat, kSync, kWriteV, kCustom };
   Op op = Op::kRead;
   uint32_t ost = 0;
   uint64_t oid = 0;
@@ -50,6 +50,7 @@ struct Striper::Piece {
   };
   std::vector<Extent> extents;
   std::vector<uint8_t> gathered;
+  ObjectCall* custom = nullptr;  // kCustom: the call it runs
 };
 
 namespace {
@@ -165,6 +166,9 @@ std::string Serialize(const Piece& p, uint64_t client_id) {
     case Piece::Op::kSync:
       req.mutable_sync();
       break;
+    case Piece::Op::kCustom:
+      p.custom->fill(req);
+      break;
     case Piece::Op::kWriteV:
       for (const Piece::Extent& e : p.extents) {
         proto::ObjExtent* x = req.mutable_write_v()->add_extents();
@@ -219,6 +223,7 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
   if (p.op == Piece::Op::kStat) p.blocks = r.stat().blocks();
   p.status = Status::Ok();
   if (p.op == Piece::Op::kWriteV) DecodeWriteV(p, r);
+  if (p.op == Piece::Op::kCustom && p.custom->on_reply) p.custom->on_reply(r);
 }
 
 // The first failing piece in order; transport trouble and stale OSTs become
@@ -526,6 +531,27 @@ Status Striper::Truncate(const LayoutSpec& l, uint64_t size) {
 Status Striper::Sync(const LayoutSpec& l) {
   std::vector<Piece> pieces = PerObject(l, Piece::Op::kSync);
   return Run(pieces);
+}
+
+Status Striper::Call(std::span<ObjectCall> calls) {
+  std::vector<Piece> pieces(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    pieces[i].op = Piece::Op::kCustom;
+    pieces[i].ost = calls[i].ost;
+    pieces[i].oid = calls[i].oid;
+    pieces[i].custom = &calls[i];
+  }
+  Status first = Run(pieces);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    calls[i].status = FirstError(std::span<const Piece>(&pieces[i], 1));
+    calls[i].unknown_op = !pieces[i].transport_error && pieces[i].status.code() == EPROTO;
+  }
+  return first;
+}
+
+std::string Striper::AddressOf(uint32_t ost) const {
+  rpc::Channel* ch = pool_->Find(ost);
+  return ch == nullptr ? std::string() : ch->address();
 }
 
 Result<uint64_t> Striper::Blocks(const LayoutSpec& l) {

@@ -37,9 +37,27 @@
 #include "client/lib/client.h"
 #include "common/status.h"
 
+namespace sfs::proto {
+class OssRequest;
+class OssResponse;
+}  // namespace sfs::proto
+
 namespace sfs::client {
 
 class OssPool;
+
+// One call to an object's OSS of an op the Striper does not build itself
+// (space_ops.cc: fallocate, seek, copy). fill sets the request's op (ost,
+// oid, client id and xid are set by the Striper); on_reply, if set, reads an
+// OK reply. status is the call's outcome (io.h's error rules).
+struct ObjectCall {
+  uint32_t ost = 0;
+  uint64_t oid = 0;
+  std::function<void(proto::OssRequest&)> fill;
+  std::function<void(const proto::OssResponse&)> on_reply;
+  Status status;
+  bool unknown_op = false;  // the OSS answered EPROTO: one from before the op existed
+};
 
 class Striper {
  public:
@@ -77,6 +95,11 @@ class Striper {
   Status Sync(const LayoutSpec& l);
   // Sum of the objects' allocated 512-byte blocks.
   Result<uint64_t> Blocks(const LayoutSpec& l);
+  // Runs every call at once, retried as any piece is; sets each one's
+  // status and returns the first failure in order (FirstError's rules).
+  Status Call(std::span<ObjectCall> calls);
+  // The address of the OSS serving ost now ("" if none is known).
+  std::string AddressOf(uint32_t ost) const;
 
   struct Piece;  // one OSS call; defined in io.cc
 

@@ -171,6 +171,32 @@ TEST_F(NsTest, SetattrFollowsOwnershipRules) {
   EXPECT_EQ(out.uid(), 2000u);
 }
 
+TEST_F(NsTest, KillSuidDropsSetIdBitsForAnyWriter) {
+  OpCtx owner = UserCtx(1000, 100);
+  auto open = Mkdir(kRootIno, "k", 0777);
+  auto f = Touch(open->ino(), "f", owner, 0644);
+  proto::SetAttrReq req;
+  proto::Attr out;
+  req.set_ino(f->ino());
+  req.set_valid(proto::SETATTR_MODE);
+  req.set_mode(06774);  // others may not write
+  ASSERT_TRUE(ns_->SetAttr(owner, req, &out).ok());
+  req.set_valid(proto::SETATTR_KILL_SUID);
+  EXPECT_ERRNO(ns_->SetAttr(UserCtx(2000, 300), req, &out), EPERM);
+  req.set_valid(proto::SETATTR_MODE);
+  req.set_mode(06777);
+  ASSERT_TRUE(ns_->SetAttr(owner, req, &out).ok());
+  req.set_valid(proto::SETATTR_KILL_SUID);
+  ASSERT_TRUE(ns_->SetAttr(UserCtx(2000, 300), req, &out).ok());
+  EXPECT_EQ(out.mode(), S_IFREG | 0777u);
+  req.set_valid(proto::SETATTR_MODE);
+  req.set_mode(06767);  // no group-exec: S_ISGID is mandatory locking, kept
+  ASSERT_TRUE(ns_->SetAttr(owner, req, &out).ok());
+  req.set_valid(proto::SETATTR_KILL_SUID);
+  ASSERT_TRUE(ns_->SetAttr(UserCtx(2000, 300), req, &out).ok());
+  EXPECT_EQ(out.mode(), S_IFREG | 02767u);
+}
+
 TEST_F(NsTest, SetattrSetsSizeExactlyAndTimes) {
   auto f = Touch(kRootIno, "f");
   proto::SetAttrReq req;

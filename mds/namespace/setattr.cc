@@ -7,6 +7,11 @@
 // mtime unless the same call sets it. Times: explicit values need owner or
 // root (EPERM); "now" also passes with write access (EACCES). Any change
 // sets ctime to now, or to the ctime given with SETATTR_CTIME.
+// SETATTR_KILL_SUID is the set-id drop of a write (the kernel's
+// file_remove_privs, which sfs-mount does for it: FUSE_CAP_HANDLE_KILLPRIV):
+// S_ISUID, and S_ISGID when group-exec is set, from a regular file, by the
+// owner, root or anyone with write access (EPERM otherwise) — ext4 lets any
+// writer's write clear them, so a non-owner's write must not fail here.
 #include <sys/stat.h>
 
 #include "mds/namespace/namespace.h"
@@ -44,7 +49,19 @@ Status CheckSizeAndTimes(const Cred& cred, const proto::Attr& a, const proto::Se
     return Status::Errno(EPERM, "only the owner may set explicit times");
   }
   if (now && !OwnerOrRoot(cred, a)) SFS_RETURN_IF_ERROR(CheckAccess(cred, a, kMayWrite));
+  if (Has(req, proto::SETATTR_KILL_SUID) && !OwnerOrRoot(cred, a) &&
+      !CheckAccess(cred, a, kMayWrite).ok()) {
+    return Status::Errno(EPERM, "set-id bits dropped only by a writer");
+  }
   return Status::Ok();
+}
+
+// The bits a write drops from mode (none from anything but a regular file).
+uint32_t SetIdBitsOfWrite(uint32_t mode) {
+  if (!S_ISREG(mode)) return 0;
+  uint32_t bits = mode & S_ISUID;
+  if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) bits |= S_ISGID;
+  return bits;
 }
 
 void ApplyOwnership(const Cred& cred, proto::Attr* a, const proto::SetAttrReq& req) {
@@ -59,6 +76,7 @@ void ApplyOwnership(const Cred& cred, proto::Attr* a, const proto::SetAttrReq& r
     mode = (mode & S_IFMT) | (req.mode() & 07777);
     if (!cred.root() && !cred.InGroup(a->gid())) mode &= ~S_ISGID;
   }
+  if (Has(req, proto::SETATTR_KILL_SUID)) mode &= ~SetIdBitsOfWrite(mode);
   a->set_mode(mode);
 }
 
@@ -89,7 +107,9 @@ Status Namespace::SetAttr(const OpCtx& ctx, const proto::SetAttrReq& req, proto:
     proto::Attr* a = node->mutable_attr();
     SFS_RETURN_IF_ERROR(CheckOwnership(ctx.cred, *a, req));
     SFS_RETURN_IF_ERROR(CheckSizeAndTimes(ctx.cred, *a, req));
-    if (req.valid() != 0) {
+    // A set-id drop alone that finds nothing to drop changes nothing (no ctime).
+    const bool no_op = req.valid() == proto::SETATTR_KILL_SUID && SetIdBitsOfWrite(a->mode()) == 0;
+    if (req.valid() != 0 && !no_op) {
       ApplyOwnership(ctx.cred, a, req);
       ApplySizeAndTimes(a, req, txn.now());
       txn.Dirty(req.ino());

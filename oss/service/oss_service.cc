@@ -11,7 +11,12 @@
 // OSS makes no crc pass over the data.
 #include "oss/service/oss_service.h"
 
+#include <fcntl.h>
+#include <linux/falloc.h>
+
 #include <algorithm>
+#include <limits>
+#include <optional>
 
 #include "common/log.h"
 #include "common/rpc/bulk_crc.h"
@@ -22,6 +27,8 @@ namespace {
 
 using proto::OssRequest;
 using proto::OssResponse;
+
+constexpr uint64_t kMaxObjectOffset = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
 
 Status DoRead(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq,
               OssResponse* resp, rpc::Reply* reply) {
@@ -176,6 +183,61 @@ Status DoDestroyBatch(ObjectStore& store, const OssRequest& req, OssResponse* re
   return Status::Ok();
 }
 
+// The modes a FUSE fallocate may bring (FuseOps::OnFallocate), nothing else.
+bool KnownFallocateMode(uint32_t mode) {
+  switch (mode) {
+    case 0:
+    case FALLOC_FL_KEEP_SIZE:
+    case FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE:
+    case FALLOC_FL_ZERO_RANGE:
+    case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status DoFallocate(ObjectStore& store, const OssRequest& req) {
+  const proto::ObjFallocateReq& f = req.fallocate();
+  if (!KnownFallocateMode(f.mode())) {
+    return Status::Errno(EOPNOTSUPP, "fallocate mode not supported");
+  }
+  if (f.length() == 0) return Status::Errno(EINVAL, "fallocate of length 0");
+  if (f.offset() > kMaxObjectOffset || f.length() > kMaxObjectOffset - f.offset()) {
+    return Status::Errno(EFBIG, "fallocate past the largest object");
+  }
+  return store.Fallocate(req.oid(), static_cast<int>(f.mode()), f.offset(), f.length());
+}
+
+Status DoSeek(ObjectStore& store, const OssRequest& req, OssResponse* resp) {
+  if (req.seek().offset() > kMaxObjectOffset) return Status::Errno(EINVAL, "seek offset too large");
+  SFS_ASSIGN_OR_RETURN(std::optional<uint64_t> at,
+                       store.Seek(req.oid(), req.seek().offset(), req.seek().hole()));
+  resp->mutable_seek()->set_found(at.has_value());
+  if (at) resp->mutable_seek()->set_offset(*at);
+  return Status::Ok();
+}
+
+// EINVAL / EFBIG unless the copy's ranges are addressable, its length at most
+// kMaxIo and, within one object, the ranges disjoint (as copy_file_range(2)).
+Status CheckCopy(const OssRequest& req) {
+  const proto::ObjCopyReq& c = req.copy();
+  if (c.length() > OssService::kMaxIo) return Status::Errno(EINVAL, "copy length over 64 MiB");
+  if (c.src_offset() > kMaxObjectOffset || c.length() > kMaxObjectOffset - c.src_offset()) {
+    return Status::Errno(EINVAL, "copy source past the largest object");
+  }
+  if (c.offset() > kMaxObjectOffset || c.length() > kMaxObjectOffset - c.offset()) {
+    return Status::Errno(EFBIG, "copy destination past the largest object");
+  }
+  const bool same = c.src_ost() == req.ost() && c.src_oid() == req.oid();
+  const bool overlap =
+      c.src_offset() < c.offset() + c.length() && c.offset() < c.src_offset() + c.length();
+  if (same && overlap) {
+    return Status::Errno(EINVAL, "overlapping copy within one object");
+  }
+  return Status::Ok();
+}
+
 Status DoStatfs(ObjectStore& store, OssResponse* resp) {
   SFS_ASSIGN_OR_RETURN(OstSpace space, store.Statfs());
   proto::OstStatfsResp* out = resp->mutable_statfs();
@@ -201,6 +263,9 @@ Status Dispatch(ObjectStore& store, const OssRequest& req, const rpc::Request& r
     case OssRequest::kStatfs: return DoStatfs(store, resp);
     case OssRequest::kDestroyBatch: return DoDestroyBatch(store, req, resp);
     case OssRequest::kWriteV: return DoWriteV(store, req, rreq, resp);
+    case OssRequest::kFallocate: return DoFallocate(store, req);
+    case OssRequest::kSeek: return DoSeek(store, req, resp);
+    case OssRequest::kCopy: break;  // OssService::Copy (it needs the other targets)
     case OssRequest::OP_NOT_SET: break;
   }
   return Status::Errno(EPROTO, "request has no known op");
@@ -215,6 +280,27 @@ void Finish(const Status& st, OssResponse* resp, rpc::Reply* reply) {
 }
 
 }  // namespace
+
+// The source from this OSS's own store when it serves src_ost, else pulled
+// from src_address (copy_op.h).
+Status OssService::Copy(ObjectStore& dst, const OssRequest& req) const {
+  SFS_RETURN_IF_ERROR(CheckCopy(req));
+  const proto::ObjCopyReq& c = req.copy();
+  CopySource src;
+  src.ost = c.src_ost();
+  src.oid = c.src_oid();
+  src.offset = c.src_offset();
+  src.local = Find(c.src_ost());
+  if (src.local == nullptr) {
+    PeerChannels* peers = peers_.load(std::memory_order_acquire);
+    if (peers == nullptr || c.src_address().empty()) {
+      return Status::Errno(EXDEV, "copy source OST " + std::to_string(c.src_ost()) +
+                                      " not served here and no address to pull it from");
+    }
+    src.remote = peers->Get(c.src_address());
+  }
+  return CopyRange(src, dst, req.oid(), c.offset(), c.length());
+}
 
 void OssService::SetTargets(Targets targets) {
   auto fresh = std::make_shared<const Targets>(std::move(targets));
@@ -268,7 +354,8 @@ void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Re
   if (store == nullptr) {
     return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);
   }
-  Status st = Dispatch(*store, oreq, req, &resp, reply);
+  Status st = oreq.op_case() == OssRequest::kCopy ? Copy(*store, oreq)
+                                                  : Dispatch(*store, oreq, req, &resp, reply);
   // The store's only ESTALE: a client with an old layout (tells it apart
   // from the unknown-OST ESTALE above, which a fresh OST map may cure).
   if (st.code() == ESTALE) resp.set_object_destroyed(true);

@@ -12,6 +12,14 @@
 //   empty one, or lengths that do not add up to the bulk -> EINVAL (else OK, with
 //                                                          one write_status per extent:
 //                                                          what that write alone gets)
+//   fallocate of a mode other than 0, KEEP_SIZE,
+//   PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE[|KEEP_SIZE]         -> EOPNOTSUPP; length 0 -> EINVAL;
+//                                                          past the largest object -> EFBIG
+//   seek from past the largest object                    -> EINVAL (else OK: seek.found
+//                                                          and seek.offset)
+//   copy over kMaxIo, a source range past the largest
+//   object or overlapping ranges of one object           -> EINVAL (destination: EFBIG);
+//   a source OST not served here without src_address     -> EXDEV (copy_op.h)
 //   anything the store reports (ENOSPC, EIO, EFBIG ...)  -> passed through
 // A read replies with exactly `length` bytes of bulk (zeros past the data) and
 // read_size = bytes that exist; a failed read replies with no bulk.
@@ -23,6 +31,7 @@
 // SetTargets() may be called at any time from another thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -31,6 +40,7 @@
 #include <vector>
 
 #include "common/rpc/rpc.h"
+#include "oss/service/copy_op.h"
 #include "oss/store/object_store.h"
 
 namespace sfs::proto {
@@ -52,6 +62,10 @@ class OssService : public rpc::Handler {
 
   OssService() = default;
   void SetTargets(Targets targets);
+  // Channels to other OSSes, for copies whose source another OSS serves
+  // (copy_op.h); without them such a copy is EXDEV. REQUIRES: peers
+  // outlives this service.
+  void SetPeers(PeerChannels* peers) { peers_.store(peers, std::memory_order_release); }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   // A read's length (its reply bulk), so the server's memory budget counts it
@@ -74,11 +88,14 @@ class OssService : public rpc::Handler {
 
  private:
   ObjectStore* Find(uint32_t ost) const;
+  // The copy op: into dst, from a target of ours or a peer's.
+  Status Copy(ObjectStore& dst, const proto::OssRequest& req) const;
   // Handle() of a request already decoded (TryHandleInline decodes it to
   // choose). REQUIRES: reply holds no bulk.
   void HandleParsed(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
 
   uint64_t inline_read_max_ = kDefaultInlineReadMax;
+  std::atomic<PeerChannels*> peers_{nullptr};
   mutable std::mutex mu_;
   std::shared_ptr<const Targets> targets_ = std::make_shared<Targets>();  // guarded by mu_
 };

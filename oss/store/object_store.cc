@@ -176,6 +176,8 @@ class FileObjectStore : public ObjectStore {
   Status Truncate(uint64_t oid, uint64_t size) override;
   Status Punch(uint64_t oid, uint64_t off, uint64_t len) override;
   Result<ObjectAttr> Stat(uint64_t oid) override;
+  Status Fallocate(uint64_t oid, int mode, uint64_t off, uint64_t len) override;
+  Result<std::optional<uint64_t>> Seek(uint64_t oid, uint64_t off, bool hole) override;
   Status Destroy(uint64_t oid) override { return DestroyMany({&oid, 1})[0]; }
   std::vector<Status> DestroyMany(std::span<const uint64_t> oids) override {
     return tombs_.DestroyMany(oids, [this](uint64_t oid) { cache_.Erase(oid); });
@@ -215,6 +217,9 @@ class FileObjectStore : public ObjectStore {
   // fdatasync, plus the directory entry if this file was created unsynced.
   Status SyncFd(uint64_t oid, Fd& fd);
   Status ZeroRange(int fd, uint64_t off, uint64_t len);
+  // FALLOC_FL_ZERO_RANGE (keep: | KEEP_SIZE) of the data file, or a punch and
+  // an allocation where the file system has no zero-range.
+  Status ZeroData(uint64_t oid, int fd, uint64_t off, uint64_t len, bool keep);
 
   const std::string dir_;
   const std::string uuid_;
@@ -388,6 +393,55 @@ Status FileObjectStore::ZeroRange(int fd, uint64_t off, uint64_t len) {
     pos += n;
   }
   return Status::Ok();
+}
+
+// Allocation changes no byte, so no crc; a zero range is a punch for the
+// sidecar (the chunks it covers become zeros) with another data change.
+Status FileObjectStore::Fallocate(uint64_t oid, int mode, uint64_t off, uint64_t len) {
+  SFS_RETURN_IF_ERROR(CheckRange(off, len, EFBIG));
+  const bool keep = (mode & FALLOC_FL_KEEP_SIZE) != 0;
+  if ((mode & FALLOC_FL_PUNCH_HOLE) != 0) return Punch(oid, off, len);
+  const bool zero = (mode & FALLOC_FL_ZERO_RANGE) != 0;
+  // Zeroing a missing object within its size (none) changes nothing.
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/!(zero && keep)));
+  if (!fd) return Status::Ok();
+  if (!zero) {
+    if (env_.Fallocate(fd->get(), keep ? FALLOC_FL_KEEP_SIZE : 0, off, len) == 0) {
+      return Status::Ok();
+    }
+    return Status::FromErrno("fallocate " + PathOf(oid));
+  }
+  if (!fd->checked()) return ZeroData(oid, fd->get(), off, len, keep);
+  RangeLocks::Guard guard = locks_.Lock(oid, ChunkOf(off), ChunkOf(off + len - 1));
+  return Checked(oid, *fd).Punch(off, len,
+                                 [&] { return ZeroData(oid, fd->get(), off, len, keep); });
+}
+
+Status FileObjectStore::ZeroData(uint64_t oid, int fd, uint64_t off, uint64_t len, bool keep) {
+  const int mode = FALLOC_FL_ZERO_RANGE | (keep ? FALLOC_FL_KEEP_SIZE : 0);
+  if (env_.Fallocate(fd, mode, off, len) == 0) return Status::Ok();
+  if (errno != EOPNOTSUPP) return Status::FromErrno("zero range " + PathOf(oid));
+  SFS_RETURN_IF_ERROR(PunchData(oid, fd, off, len));
+  if (env_.Fallocate(fd, keep ? FALLOC_FL_KEEP_SIZE : 0, off, len) == 0) return Status::Ok();
+  if (errno != EOPNOTSUPP) return Status::FromErrno("fallocate " + PathOf(oid));
+  // No allocation at all: the zeros are there; grow the object as asked.
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Status::FromErrno("fstat " + PathOf(oid));
+  if (keep || static_cast<uint64_t>(st.st_size) >= off + len) return Status::Ok();
+  if (env_.Ftruncate(fd, off + len) != 0) return Status::FromErrno("ftruncate " + PathOf(oid));
+  return Status::Ok();
+}
+
+// The OST's file system knows the holes (a punched chunk is one; a chunk of
+// written zeros is data). ENXIO from lseek: nothing of the kind past off.
+Result<std::optional<uint64_t>> FileObjectStore::Seek(uint64_t oid, uint64_t off, bool hole) {
+  SFS_RETURN_IF_ERROR(CheckRange(off, 0, EINVAL));
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
+  if (!fd) return hole ? std::optional<uint64_t>(off) : std::optional<uint64_t>();
+  const off_t at = ::lseek(fd->get(), static_cast<off_t>(off), hole ? SEEK_HOLE : SEEK_DATA);
+  if (at >= 0) return std::optional<uint64_t>(static_cast<uint64_t>(at));
+  if (errno != ENXIO) return Status::FromErrno("lseek " + PathOf(oid));
+  return hole ? std::optional<uint64_t>(off) : std::optional<uint64_t>();
 }
 
 Result<ObjectAttr> FileObjectStore::Stat(uint64_t oid) {

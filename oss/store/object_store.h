@@ -41,6 +41,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -108,6 +109,29 @@ class ObjectStore {
   virtual Status Punch(uint64_t oid, uint64_t off, uint64_t len) = 0;
 
   virtual Result<ObjectAttr> Stat(uint64_t oid) = 0;
+
+  // fallocate(2) of [off, off + len) with Linux's mode: 0 allocates (the
+  // object grows to off + len if shorter, and is created if missing),
+  // FALLOC_FL_KEEP_SIZE allocates without growing it, FALLOC_FL_PUNCH_HOLE |
+  // KEEP_SIZE is Punch, FALLOC_FL_ZERO_RANGE [| KEEP_SIZE] makes the range
+  // read as zeros, allocated (growing the object unless KEEP_SIZE; a punch
+  // and an allocation where the OST's file system has no zero-range).
+  // REQUIRES: mode is one of those and len > 0 (the service checks).
+  // EFBIG past the largest object; EOPNOTSUPP if the OST cannot allocate.
+  virtual Status Fallocate(uint64_t /*oid*/, int /*mode*/, uint64_t /*off*/, uint64_t /*len*/) {
+    return Status::Errno(EOPNOTSUPP, "fallocate not supported by this store");
+  }
+
+  // lseek(2) SEEK_DATA (hole false) or SEEK_HOLE (hole true) from off: the
+  // first offset >= off that holds data / lies in a hole, as the OST's file
+  // system reports them. The object's end and all past it are a hole, and so
+  // is all of a missing object; nullopt iff there is no data at or past off.
+  virtual Result<std::optional<uint64_t>> Seek(uint64_t oid, uint64_t off, bool hole) {
+    SFS_ASSIGN_OR_RETURN(ObjectAttr a, Stat(oid));  // all of it data: one hole, at its end
+    if (hole) return std::optional<uint64_t>(off < a.size ? a.size : off);
+    if (off < a.size) return std::optional<uint64_t>(off);
+    return std::optional<uint64_t>();
+  }
 
   // Removes the object and leaves its tombstone (durable when this returns
   // OK). A missing or already destroyed object is success.

@@ -1,0 +1,175 @@
+// Space and copy operations as per-object OSS calls (space_ops.h).
+#include "client/lib/space_ops.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "common/layout/stripe.h"
+#include "common/log.h"
+#include "oss.pb.h"
+
+namespace sfs::client {
+namespace {
+
+// Most bytes one copy call moves (the OSS takes 64 MiB): about a second of
+// disk at most, well inside the RPC timeout.
+constexpr uint64_t kMaxCopyCall = 16 << 20;
+// File bytes whose copy calls are in flight at once.
+constexpr uint64_t kCopyWindow = 64 << 20;
+
+Result<layout::Geometry> GeometryOf(const LayoutSpec& l) {
+  if (l.objects.empty() || l.stripe_size == 0) return Status(EIO, "file layout has no objects");
+  return layout::Geometry{l.stripe_size, static_cast<uint32_t>(l.objects.size())};
+}
+
+// A piece of a copy: in one stripe unit of both files.
+struct Segment {
+  uint64_t in_off = 0;  // file offsets
+  uint64_t out_off = 0;
+  uint64_t length = 0;
+};
+
+// One copy call and the segments it carries (for the client fallback).
+struct CopyCall {
+  StripeObject src, dst;
+  uint64_t src_offset = 0, dst_offset = 0, length = 0;
+  std::vector<Segment> segments;
+};
+
+// The copy calls of file range [in_off, in_off + len): a segment per pair of
+// stripe units, merged into the last call of the same object pair when it
+// continues it in both objects.
+std::vector<CopyCall> PlanCopy(const LayoutSpec& from, const layout::Geometry& gi, uint64_t in_off,
+                               const LayoutSpec& to, const layout::Geometry& go, uint64_t out_off,
+                               uint64_t len) {
+  std::vector<CopyCall> calls;
+  std::map<std::tuple<uint32_t, uint32_t>, size_t> last;  // (src stripe, dst stripe) -> call
+  for (uint64_t done = 0; done < len;) {
+    const uint64_t a = in_off + done, b = out_off + done;
+    const uint64_t n = std::min(
+        {gi.stripe_size - a % gi.stripe_size, go.stripe_size - b % go.stripe_size, len - done});
+    const layout::Extent x = layout::MapRange(gi, a, n)[0];
+    const layout::Extent y = layout::MapRange(go, b, n)[0];
+    auto it = last.find({x.stripe, y.stripe});
+    CopyCall* c = it == last.end() ? nullptr : &calls[it->second];
+    if (c == nullptr || c->src_offset + c->length != x.obj_offset ||
+        c->dst_offset + c->length != y.obj_offset || c->length + n > kMaxCopyCall) {
+      last[{x.stripe, y.stripe}] = calls.size();
+      c = &calls.emplace_back();
+      c->src = from.objects[x.stripe];
+      c->dst = to.objects[y.stripe];
+      c->src_offset = x.obj_offset;
+      c->dst_offset = y.obj_offset;
+    }
+    c->length += n;
+    c->segments.push_back({a, b, n});
+    done += n;
+  }
+  return calls;
+}
+
+// The fallback for a call no OSS could do: its segments through this client.
+Status CopyThroughClient(Striper& s, const LayoutSpec& from, const LayoutSpec& to,
+                         const CopyCall& c) {
+  std::vector<uint8_t> buf;
+  for (const Segment& seg : c.segments) {
+    buf.resize(seg.length);
+    SFS_RETURN_IF_ERROR(s.Read(from, seg.in_off, buf));
+    SFS_RETURN_IF_ERROR(s.Write(to, seg.out_off, buf));
+  }
+  return Status::Ok();
+}
+
+// One window of a copy: every call at once, then the fallbacks.
+Status CopyWindow(Striper& s, const LayoutSpec& from, const LayoutSpec& to,
+                  const std::vector<CopyCall>& plan) {
+  std::vector<ObjectCall> calls(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const CopyCall& c = plan[i];
+    calls[i].ost = c.dst.ost;
+    calls[i].oid = c.dst.oid;
+    calls[i].fill = [&c, address = s.AddressOf(c.src.ost)](proto::OssRequest& req) {
+      proto::ObjCopyReq* copy = req.mutable_copy();
+      copy->set_src_ost(c.src.ost);
+      copy->set_src_oid(c.src.oid);
+      copy->set_src_offset(c.src_offset);
+      copy->set_offset(c.dst_offset);
+      copy->set_length(c.length);
+      copy->set_src_address(address);
+    };
+  }
+  (void)s.Call(calls);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const ObjectCall& call = calls[i];
+    if (call.status.ok()) continue;
+    if (!call.unknown_op && call.status.code() != EXDEV) return call.status;
+    LOG_DEBUG("copy on OST " << call.ost << ": " << call.status.ToString()
+                             << "; copying through the client");
+    SFS_RETURN_IF_ERROR(CopyThroughClient(s, from, to, plan[i]));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status FallocateObjects(Striper& s, const LayoutSpec& l, int mode, uint64_t off, uint64_t len) {
+  SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
+  std::vector<ObjectCall> calls;
+  for (uint32_t i = 0; i < g.stripe_count; ++i) {
+    const uint64_t lo = layout::ObjectSize(g, i, off), hi = layout::ObjectSize(g, i, off + len);
+    if (hi <= lo) continue;
+    ObjectCall& c = calls.emplace_back();
+    c.ost = l.objects[i].ost;
+    c.oid = l.objects[i].oid;
+    c.fill = [mode, lo, hi](proto::OssRequest& req) {
+      req.mutable_fallocate()->set_mode(static_cast<uint32_t>(mode));
+      req.mutable_fallocate()->set_offset(lo);
+      req.mutable_fallocate()->set_length(hi - lo);
+    };
+  }
+  return s.Call(calls);
+}
+
+Result<std::optional<uint64_t>> SeekObjects(Striper& s, const LayoutSpec& l, uint64_t off,
+                                            bool hole) {
+  SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
+  std::vector<ObjectCall> calls(g.stripe_count);
+  std::vector<std::optional<uint64_t>> found(g.stripe_count);  // object offsets
+  for (uint32_t i = 0; i < g.stripe_count; ++i) {
+    const uint64_t from = layout::ObjectSize(g, i, off);  // object i's first byte at/after off
+    calls[i].ost = l.objects[i].ost;
+    calls[i].oid = l.objects[i].oid;
+    calls[i].fill = [from, hole](proto::OssRequest& req) {
+      req.mutable_seek()->set_offset(from);
+      req.mutable_seek()->set_hole(hole);
+    };
+    calls[i].on_reply = [&found, i](const proto::OssResponse& r) {
+      if (r.seek().found()) found[i] = r.seek().offset();
+    };
+  }
+  SFS_RETURN_IF_ERROR(s.Call(calls));
+  std::optional<uint64_t> first;
+  for (uint32_t i = 0; i < g.stripe_count; ++i) {
+    if (!found[i]) continue;
+    const uint64_t at = layout::FileOffset(g, i, *found[i]);
+    if (!first || at < *first) first = at;
+  }
+  return first;
+}
+
+Status CopyObjects(Striper& s, const LayoutSpec& from, uint64_t in_off, const LayoutSpec& to,
+                   uint64_t out_off, uint64_t len) {
+  SFS_ASSIGN_OR_RETURN(layout::Geometry gi, GeometryOf(from));
+  SFS_ASSIGN_OR_RETURN(layout::Geometry go, GeometryOf(to));
+  for (uint64_t done = 0; done < len;) {
+    const uint64_t n = std::min(len - done, kCopyWindow);
+    SFS_RETURN_IF_ERROR(
+        CopyWindow(s, from, to, PlanCopy(from, gi, in_off + done, to, go, out_off + done, n)));
+    done += n;
+  }
+  return Status::Ok();
+}
+
+}  // namespace sfs::client
