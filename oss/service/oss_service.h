@@ -13,6 +13,9 @@
 //                                                          one write_status per extent:
 //                                                          what that write alone gets)
 //   anything the store reports (ENOSPC, EIO, EFBIG ...)  -> passed through
+//   a write, write_v, truncate or punch whose fence_epoch
+//   is older than one its client sent since              -> ESTALE + fenced, nothing
+//                                                          applied (write_fence.h)
 // A read replies with exactly `length` bytes of bulk (zeros past the data) and
 // read_size = bytes that exist; a failed read replies with no bulk.
 //
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "common/rpc/rpc.h"
+#include "oss/service/write_fence.h"
 #include "oss/store/object_store.h"
 
 namespace sfs::proto {
@@ -50,7 +54,9 @@ class OssService : public rpc::Handler {
   // Maps OST index -> store. REQUIRES: every store outlives this service.
   using Targets = std::unordered_map<uint32_t, ObjectStore*>;
 
-  OssService() = default;
+  // fencing = false: every fence_epoch is admitted (sfs-oss --fencing=off,
+  // for tests that show what the fence prevents).
+  explicit OssService(bool fencing = true) : fence_(fencing) {}
   void SetTargets(Targets targets);
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
@@ -79,6 +85,7 @@ class OssService : public rpc::Handler {
   void HandleParsed(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
 
   uint64_t inline_read_max_ = kDefaultInlineReadMax;
+  WriteFence fence_;
   mutable std::mutex mu_;
   std::shared_ptr<const Targets> targets_ = std::make_shared<Targets>();  // guarded by mu_
 };
