@@ -9,8 +9,13 @@
 // tell a fence from luck.
 #include <fcntl.h>
 
+#include <thread>
+
 #include <gtest/gtest.h>
 
+#include "client/lib/io.h"
+#include "client/lib/mds_client.h"
+#include "client/lib/oss_pool.h"
 #include "oss.pb.h"
 #include "tests/harness/fixture.h"
 #include "tests/integration/hold_proxy.h"
@@ -53,7 +58,7 @@ class FenceTest : public ClusterPerTest {
     auto f = client_->Create(kRoot, client::kRootIno, "f", 0644, O_RDWR | O_CREAT, &attr, &l);
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     file_ = *f;
-    ASSERT_TRUE(client_->Write(*file_, 0, std::vector<uint8_t>(kLen, 'i')).ok());
+    ASSERT_TRUE(client_->Write(*file_, 0, std::vector<uint8_t>(2 * kLen, 'i')).ok());
   }
 
   void TearDown() override {
@@ -92,9 +97,9 @@ class FenceTest : public ClusterPerTest {
     return false;
   }
 
-  std::vector<uint8_t> ReadAll() {
+  std::vector<uint8_t> ReadAll(uint64_t off = 0) {
     std::vector<uint8_t> got(kLen);
-    auto n = client_->Read(*file_, 0, got);
+    auto n = client_->Read(*file_, off, got);
     EXPECT_TRUE(n.ok()) << n.status().ToString();
     return got;
   }
@@ -120,6 +125,72 @@ TEST_F(FenceTest, WritesAfterTheFenceKeepWorking) {
   // The raised epoch is the client's from now on: more writes and a truncate land.
   ASSERT_TRUE(client_->Write(*file_, 0, std::vector<uint8_t>(kLen, 'm')).ok());
   EXPECT_EQ(ReadAll(), std::vector<uint8_t>(kLen, 'm'));
+  client::SetAttrArgs trunc;
+  trunc.valid = client::kSetSize;
+  trunc.size = 100;
+  auto attr = client_->SetAttr(kRoot, file_->ino(), trunc);
+  ASSERT_TRUE(attr.ok()) << attr.status().ToString();
+  std::vector<uint8_t> want(kLen, 0);
+  std::fill(want.begin(), want.begin() + 100, 'm');
+  EXPECT_EQ(ReadAll(), want);
+}
+
+// One libsfs client's OSS side built by hand (as client.cc wires it), with
+// two Stripers of different deadlines over the same pool and client id, so
+// that one call can time out while another, older, is still alive.
+struct TwoDeadlines {
+  explicit TwoDeadlines(const std::string& mds_address)
+      : io(rpc::IoContext::Create(1)),
+        mds(io->MakeTcpChannel(mds_address), 0x5eed, milliseconds(10000)),
+        pool(io.get(), &mds),
+        hasty(&pool, mds.client_id(), [this] { return mds.NextXid(); }, milliseconds(500)),
+        patient(&pool, mds.client_id(), [this] { return mds.NextXid(); }, milliseconds(10000)) {}
+  std::unique_ptr<rpc::IoContext> io;
+  client::MdsClient mds;
+  client::OssPool pool;
+  client::Striper hasty;
+  client::Striper patient;
+};
+
+bool CarriesEpoch(const std::string& payload, uint64_t epoch) {
+  proto::OssRequest req;
+  return req.ParseFromString(payload) && req.fence_epoch() == epoch;
+}
+
+// A live call that was in flight while another call's timeout raised the
+// epoch reaches the OSS after the raise: it is refused (nothing applied),
+// and libsfs sends it again with the new epoch without the caller noticing.
+TEST_F(FenceTest, ALiveWriteRefusedByTheFenceIsSentAgainAndLands) {
+  TwoDeadlines w(cluster().mds_address());
+  ASSERT_TRUE(w.pool.Refresh().ok());
+  const client::LayoutSpec& l = file_->layout();
+  const std::vector<uint8_t> live(kLen, 'b'), old(kLen, 'o'), fresh(kLen, 'n');
+  proxy_.Hold();
+  Status live_st, fresh_st;
+  std::thread live_writer([&] { live_st = w.patient.Write(l, kLen, live); });
+  ASSERT_TRUE(proxy_.WaitKept(1, milliseconds(10000)).ok());  // the live write is held
+  Status old_st = w.hasty.Write(l, 0, old);  // held past its 500 ms: the epoch goes to 2
+  EXPECT_EQ(old_st.code(), EIO) << old_st.ToString();
+  std::thread fresh_writer([&] { fresh_st = w.hasty.Write(l, 0, fresh); });
+  ASSERT_TRUE(proxy_.WaitKept(3, milliseconds(10000)).ok());
+  // The newer write (epoch 2) first, then the live one (epoch 1).
+  auto first = proxy_.Release(milliseconds(10000),
+                              [](const std::string& p) { return CarriesEpoch(p, 2); });
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  fresh_writer.join();
+  EXPECT_TRUE(fresh_st.ok()) << fresh_st.ToString();
+  auto rest = proxy_.Release(milliseconds(10000));
+  ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+  live_writer.join();
+  EXPECT_TRUE(live_st.ok()) << "not sent again after the fence: " << live_st.ToString();
+  bool refused = false;
+  for (const HoldProxy::Exchange& e : *rest) {
+    proto::OssResponse r;
+    refused |= CarriesEpoch(e.request, 1) && r.ParseFromString(e.reply) && r.fenced();
+  }
+  EXPECT_TRUE(refused) << "the live write's first copy should have met the fence";
+  EXPECT_EQ(ReadAll(0), fresh);
+  EXPECT_EQ(ReadAll(kLen), live);
 }
 
 class FencingOffTest : public FenceTest {

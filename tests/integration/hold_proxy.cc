@@ -195,6 +195,7 @@ void HoldProxy::Pump(Conn* c) {
         if (!c->held) ::shutdown(c->sfd, SHUT_WR);
       } else if (c->held) {
         c->kept.append(buf, static_cast<size_t>(n));
+        cv_.notify_all();
       } else {
         l.unlock();
         WriteAll(c->sfd, buf, static_cast<size_t>(n));
@@ -222,6 +223,20 @@ void HoldProxy::Hold() {
   for (auto& c : conns_) c->held = true;
 }
 
+Status HoldProxy::WaitKept(size_t frames, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  bool enough = cv_.wait_for(l, timeout, [&] {
+    size_t n = 0;
+    for (auto& c : conns_) {
+      std::string copy = c->kept;
+      if (c->held) n += TakeFrames(copy).size();
+    }
+    return n >= frames;
+  });
+  return enough ? Status::Ok()
+                : Status::Errno(ETIMEDOUT, "fewer than " + std::to_string(frames) + " frames held");
+}
+
 void HoldProxy::CutHeld() {
   std::unique_lock<std::mutex> l(mu_);
   holding_ = false;
@@ -236,30 +251,26 @@ void HoldProxy::CutHeld() {
   });
 }
 
-Result<std::vector<HoldProxy::Exchange>> HoldProxy::Release(std::chrono::milliseconds timeout) {
+Result<std::vector<HoldProxy::Exchange>> HoldProxy::Release(std::chrono::milliseconds timeout,
+                                                           Pick pick) {
   std::vector<std::pair<Conn*, std::vector<std::pair<uint64_t, std::string>>>> sent;
-  for (;;) {
-    Conn* c = nullptr;
-    std::string bytes;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      for (auto& x : conns_) {
-        if (x->held && !x->released) {
-          c = x.get();
-          break;
-        }
-      }
-      if (c == nullptr) break;
-      c->released = true;
-      bytes = std::move(c->kept);
-    }
-    std::string parse = bytes;
-    sent.emplace_back(c, TakeFrames(parse));
-    // Only this thread writes to a released connection's server side now.
-    if (!WriteAll(c->sfd, bytes.data(), bytes.size())) return Status::FromErrno("release");
+  std::unique_lock<std::mutex> l(mu_);
+  for (auto& c : conns_) {
+    if (!c->held) continue;
+    std::string parse = c->kept;
+    std::vector<std::pair<uint64_t, std::string>> frames = TakeFrames(parse);
+    bool picked = pick == nullptr;
+    for (auto& f : frames) picked = picked || pick(f.second);
+    if (!picked) continue;
+    // Under mu_, so the pump (which forwards once held is false) writes
+    // nothing to the server before these bytes.
+    c->released = true;
+    c->held = false;
+    if (!WriteAll(c->sfd, c->kept.data(), c->kept.size())) return Status::FromErrno("release");
+    c->kept.clear();
+    sent.emplace_back(c.get(), std::move(frames));
   }
   std::vector<Exchange> out;
-  std::unique_lock<std::mutex> l(mu_);
   for (auto& [c, requests] : sent) {
     for (auto& [id, payload] : requests) {
       if (!cv_.wait_for(l, timeout, [&, id = id] { return c->replies.count(id) > 0; })) {

@@ -10,9 +10,10 @@
 //            client sees its connection die and opens a new one, which
 //            passes), the server side stays open with its bytes still held;
 //   Release() — those bytes go to the server at last, on their old
-//            connections, and it returns once the server answered every
-//            request frame in them (docs/protocol.md "Frames"), with the
-//            requests and replies' payloads.
+//            connections (all held ones, or those holding a request a
+//            predicate picks), which pass from then on; it returns once the
+//            server answered every request frame released (docs/protocol.md
+//            "Frames"), with the requests' and replies' payloads.
 // So a request can reach the server after newer ones that the client sent
 // once its call had timed out, as over a congested or re-routed path.
 //
@@ -21,7 +22,9 @@
 #pragma once
 
 #include <condition_variable>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,15 +47,20 @@ class HoldProxy {
   void SetUpstream(const std::string& address);
 
   void Hold();
+  // Waits until the held connections keep at least `frames` whole request
+  // frames between them. ETIMEDOUT after timeout.
+  Status WaitKept(size_t frames, std::chrono::milliseconds timeout);
   void CutHeld();
   // One request frame's payload and the payload of the server's reply to it.
   struct Exchange {
     std::string request;
     std::string reply;
   };
-  // Forwards what was held and waits (up to timeout) for every reply.
-  // ETIMEDOUT if some did not come.
-  Result<std::vector<Exchange>> Release(std::chrono::milliseconds timeout);
+  // Forwards what the held connections kept — of every one, or with `pick`
+  // only of those that kept a request whose payload it accepts — and waits
+  // (up to timeout) for every reply. ETIMEDOUT if some did not come.
+  using Pick = std::function<bool(const std::string& request_payload)>;
+  Result<std::vector<Exchange>> Release(std::chrono::milliseconds timeout, Pick pick = nullptr);
 
  private:
   struct Conn;
