@@ -2,8 +2,9 @@
 // docs/protocol.md "Write fencing"; the OSS side is oss/service/write_fence.h).
 //
 // Every mutating OSS request carries current(). When such a call ends without
-// a reply (it timed out, or its connection failed), the request may still be
-// in the network and land late; Abandoned() raises the epoch past the one it
+// a reply (it timed out, or its connection failed), or its reply answered a
+// copy the channel re-sent on a new connection (rpc::Response::resent), a
+// copy of the request may still be in the network and land late; Abandoned() raises the epoch past the one it
 // carried, before the failure is reported or anything is retried. The OSS,
 // once a request of the raised epoch arrived, refuses the older one, so no
 // write the application saw fail, or that was retried, can overwrite a later

@@ -415,7 +415,8 @@ void Striper::WaitAll(const std::vector<Piece*>& pieces) {
     p->call.reset();
     // Before the failure is reported or retried: a retry or a later write
     // carries the raised epoch, which fences this copy should it land late.
-    if (Mutates(*p) && MayLandLate(st)) p->fence->Abandoned(p->epoch);
+    // A call the channel re-sent on a new connection: its first copy may too.
+    if (Mutates(*p) && (MayLandLate(st) || resp.resent)) p->fence->Abandoned(p->epoch);
     Decode(*p, std::move(st), resp);
   }
 }
