@@ -37,7 +37,8 @@ constexpr char kUsage[] =
     "usage: sfs-oss --mds HOST:PORT --ost DIR [--ost DIR ...] --listen HOST:PORT "
     "[--heartbeat-ms N] [--workers N] [--io-threads N] [--checksums=on|off] "
     "[--transport=auto|tcp|rdma] [--tombstone-ttl-s N (>= 60)] [--max-inflight-mib N] "
-    "[--inline-read-kib N (0-1024: reads up to N KiB served on the I/O thread; 0 = none)]";
+    "[--inline-read-kib N (0-1024: reads up to N KiB served on the I/O thread; 0 = none)] "
+    "[--advertise HOST:PORT (the address registered with the MDS, if not the listening one)]";
 
 struct Flags {
   std::string mds;
@@ -51,6 +52,10 @@ struct Flags {
   int tombstone_ttl_s = 3600;  // how long a destroyed object answers ESTALE
   int max_inflight_mib = 256;  // memory budget of requests + replies (rpc.h ServerOptions)
   int inline_read_kib = OssService::kDefaultInlineReadMax / 1024;  // OssService::TryHandleInline
+  // What clients are told to connect to (a NAT, a proxy); "" = the listening address.
+  std::string advertise;
+  // Not in the usage: off only shows what the write fence prevents (fence_test).
+  bool fencing = true;
 };
 
 bool ParseInt(const std::string& s, int lo, int hi, int* out) {
@@ -88,12 +93,15 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (arg == "--max-inflight-mib" && ParseInt(value, 1, 1 << 20, &f->max_inflight_mib))
       continue;
     else if (arg == "--inline-read-kib" && ParseInt(value, 0, 1024, &f->inline_read_kib)) continue;
+    else if (arg == "--advertise") f->advertise = value;
+    else if (arg == "--fencing" && (value == "on" || value == "off")) f->fencing = value == "on";
     else return false;
   }
   std::string host;
   uint16_t port = 0;
   return !f->osts.empty() && rpc::ParseAddress(f->mds, &host, &port).ok() &&
-         rpc::ParseAddress(f->listen, &host, &port).ok();
+         rpc::ParseAddress(f->listen, &host, &port).ok() &&
+         (f->advertise.empty() || rpc::ParseAddress(f->advertise, &host, &port).ok());
 }
 
 // The fd cache wants ~1024 descriptors per OST; take what the hard limit allows.
@@ -174,7 +182,8 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   // Client channels: to the MDS (registrar) and to peer OSSes (copies' pulls).
   std::unique_ptr<rpc::IoContext> io = rpc::IoContext::Create(1);
   PeerChannels peers(io.get());
-  OssService service;
+  OssService service(flags.fencing);
+  if (!flags.fencing) LOG_WARN("--fencing=off: late writes may overwrite newer ones");
   service.SetPeers(&peers);
   service.set_inline_read_max(static_cast<uint64_t>(flags.inline_read_kib) * 1024);
   rpc::ServerOptions sopts;
@@ -201,10 +210,11 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
     });
   };
   RegistrarOptions ropts;
-  ropts.self_address = *self;
+  ropts.self_address = flags.advertise.empty() ? *self : flags.advertise;
   ropts.heartbeat_interval = std::chrono::milliseconds(flags.heartbeat_ms);
   Registrar registrar(ropts, raw, io->MakeTcpChannel(flags.mds), on_registered);
-  LOG_INFO("serving " << raw.size() << " OST(s) on " << *self << ", MDS " << flags.mds);
+  LOG_INFO("serving " << raw.size() << " OST(s) on " << *self << " as " << ropts.self_address
+                       << ", MDS " << flags.mds);
   registrar.Start();
   TombstoneSweeper sweeper(raw, std::chrono::seconds(flags.tombstone_ttl_s));
 

@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "client/lib/fence_epoch.h"
 #include "client/lib/oss_pool.h"
 #include "common/layout/stripe.h"
 #include "common/log.h"
@@ -33,6 +34,9 @@ struct Striper::Piece {
   uint64_t xid = 0;  // the same on every retry, so the OSS can de-duplicate
   std::shared_ptr<rpc::PendingCall> call;
   rpc::Channel* channel = nullptr;
+  FenceEpoch* fence = nullptr;  // the write fence epoch of channel's OSS (fence_epoch.h)
+  uint64_t epoch = 0;           // the fence epoch this call carries (mutating ops)
+  bool fenced = false;          // ESTALE + fenced: refused unapplied, send again with the epoch now
   Status status;
   bool transport_error = false;
   bool destroyed = false;  // ESTALE: the OSS destroyed the object (a stale layout)
@@ -58,6 +62,28 @@ namespace {
 using Piece = Striper::Piece;
 
 constexpr int kMaxRounds = 16;
+
+// Ops a late copy of could undo a later one: they carry the fence epoch.
+bool Mutates(const Piece& p) {
+  return p.op == Piece::Op::kWrite || p.op == Piece::Op::kTruncate || p.op == Piece::Op::kWriteV ||
+         (p.op == Piece::Op::kCustom && p.custom->mutates);
+}
+
+// True iff a call that failed with st may have reached the OSS and still be
+// applied: it ended without a reply (EBADMSG came with one; EMSGSIZE never left).
+bool MayLandLate(const Status& st) {
+  return !st.ok() && st.code() != EBADMSG && st.code() != EMSGSIZE;
+}
+
+// The pieces the OSS refused as fenced, to be sent again at once: their
+// calls were answered, so nothing of them was applied and none timed out.
+std::vector<Piece*> TakeFenced(const std::vector<Piece*>& pieces) {
+  std::vector<Piece*> again;
+  for (Piece* p : pieces) {
+    if (std::exchange(p->fenced, false)) again.push_back(p);
+  }
+  return again;
+}
 
 // A read whose reply failed its frame crc (the channel's EBADMSG): with
 // client_checks the OSS sent the bytes without verifying them.
@@ -148,6 +174,7 @@ std::string Serialize(const Piece& p, uint64_t client_id) {
   req.set_oid(p.oid);
   req.set_client_id(client_id);
   req.set_xid(p.xid);
+  if (Mutates(p)) req.set_fence_epoch(p.epoch);
   switch (p.op) {
     case Piece::Op::kRead:
       req.mutable_read()->set_offset(p.offset);
@@ -200,6 +227,7 @@ void DecodeWriteV(Piece& p, const proto::OssResponse& r) {
 void Decode(Piece& p, Status st, const rpc::Response& resp) {
   p.transport_error = !st.ok();
   p.destroyed = false;
+  p.fenced = false;
   if (!st.ok()) {
     p.status = std::move(st);
     return;
@@ -213,6 +241,7 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
   if (r.status().code() != 0) {
     p.status = Status(r.status().code(), r.status().message());
     p.destroyed = r.status().code() == ESTALE && r.object_destroyed();
+    p.fenced = r.status().code() == ESTALE && r.fenced();
     return;
   }
   // The OSS sends exactly `length` bytes; should it send fewer, the rest are
@@ -369,14 +398,17 @@ void Striper::StartAll(const std::vector<Piece*>& pieces, std::chrono::milliseco
   opts.timeout = timeout;
   for (Piece* p : pieces) {
     p->call.reset();
-    Result<rpc::Channel*> ch = pool_->ChannelFor(p->ost);
-    if (!ch.ok()) {
+    Result<OssPool::Route> route = pool_->RouteFor(p->ost);
+    if (!route.ok()) {
       p->channel = nullptr;
-      p->status = ch.status();
+      p->fence = nullptr;
+      p->status = route.status();
       p->transport_error = false;
       continue;
     }
-    p->channel = *ch;
+    p->channel = route->channel;
+    p->fence = route->fence;
+    p->epoch = p->fence->current();
     p->call = p->channel->Start(rpc::kServiceOss, Serialize(*p, client_id_), p->out, p->in, opts);
   }
 }
@@ -387,6 +419,10 @@ void Striper::WaitAll(const std::vector<Piece*>& pieces) {
     rpc::Response resp;
     Status st = p->channel->Wait(p->call, &resp);
     p->call.reset();
+    // Before the failure is reported or retried: a retry or a later write
+    // carries the raised epoch, which fences this copy should it land late.
+    // A call the channel re-sent on a new connection: its first copy may too.
+    if (Mutates(*p) && (MayLandLate(st) || resp.resent)) p->fence->Abandoned(p->epoch);
     Decode(*p, std::move(st), resp);
   }
 }
@@ -405,6 +441,15 @@ Status Striper::Run(std::vector<Piece>& pieces) {
     StartAll(pending, timeout_);
     WaitAll(pending);
     if (std::vector<Piece*> again = TakeBadCrcReads(pending); !again.empty()) {
+      StartAll(again, timeout_);
+      WaitAll(again);
+    }
+    // Refused as fenced (sent before another call's timeout raised the
+    // epoch): again at once, with the epoch now; bounded, in case the
+    // epoch keeps rising (each pass is an answered call).
+    for (int pass = 0; pass < kMaxRounds; ++pass) {
+      std::vector<Piece*> again = TakeFenced(pending);
+      if (again.empty()) break;
       StartAll(again, timeout_);
       WaitAll(again);
     }

@@ -16,7 +16,12 @@
 // object_destroyed is different: the object was destroyed (the file was
 // unlinked or migrated elsewhere while this layout was held), so it is not
 // retried and the call fails with ESTALE at once (docs/formats.md,
-// "Tombstones"). Then the first failing
+// "Tombstones"). A write, write_v or truncate that ended without a reply
+// (timed out, connection lost) raises its OSS's fence epoch before anything
+// else happens to it, so that a late copy of it cannot land after a later
+// write (fence_epoch.h); one the OSS refused as fenced (it was sent before
+// such a raise, and not applied) is sent again at once with the new epoch.
+// Then the first failing
 // piece in file order decides the result; transport failures become EIO, an
 // OSS errno (ENOSPC, EINVAL, ...) passes through. A failed Read leaves the
 // buffer's contents unspecified: the caller must not return them.
@@ -55,6 +60,7 @@ struct ObjectCall {
   uint64_t oid = 0;
   std::function<void(proto::OssRequest&)> fill;
   std::function<void(const proto::OssResponse&)> on_reply;
+  bool mutates = false;     // changes the object: carries the write fence epoch
   Status status;
   bool unknown_op = false;  // the OSS answered EPROTO: one from before the op existed
 };

@@ -52,6 +52,7 @@ Status OssPool::RefreshLocked() {
   for (size_t i = 0; i < fresh.size(); ++i) {
     transports_[fresh[i]] = made[i].transport;
     channels_[fresh[i]] = std::move(made[i].channel);
+    fences_[fresh[i]] = std::make_unique<FenceEpoch>();
   }
   for (const OstStatus& o : osts) {
     if (o.address.empty()) continue;
@@ -71,11 +72,16 @@ Status OssPool::RefreshIfStale(uint64_t seen) {
   return RefreshLocked();
 }
 
-rpc::Channel* OssPool::Find(uint32_t ost) const {
+std::optional<OssPool::Route> OssPool::FindRoute(uint32_t ost) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = ost_addr_.find(ost);
-  if (it == ost_addr_.end()) return nullptr;
-  return channels_.at(it->second).get();
+  if (it == ost_addr_.end()) return std::nullopt;
+  return Route{channels_.at(it->second).get(), fences_.at(it->second).get()};
+}
+
+rpc::Channel* OssPool::Find(uint32_t ost) const {
+  std::optional<Route> r = FindRoute(ost);
+  return r ? r->channel : nullptr;
 }
 
 std::string OssPool::TransportOf(const std::string& address) const {
@@ -84,11 +90,16 @@ std::string OssPool::TransportOf(const std::string& address) const {
   return it == transports_.end() ? "-" : it->second;
 }
 
-Result<rpc::Channel*> OssPool::ChannelFor(uint32_t ost) {
-  if (rpc::Channel* ch = Find(ost)) return ch;
+Result<OssPool::Route> OssPool::RouteFor(uint32_t ost) {
+  if (std::optional<Route> r = FindRoute(ost)) return *r;
   SFS_RETURN_IF_ERROR(RefreshIfStale(generation()));
-  if (rpc::Channel* ch = Find(ost)) return ch;
+  if (std::optional<Route> r = FindRoute(ost)) return *r;
   return Status(ESTALE, "OST " + std::to_string(ost) + " is not in the MDS's OST map");
+}
+
+Result<rpc::Channel*> OssPool::ChannelFor(uint32_t ost) {
+  SFS_ASSIGN_OR_RETURN(Route r, RouteFor(ost));
+  return r.channel;
 }
 
 }  // namespace sfs::client

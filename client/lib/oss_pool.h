@@ -12,6 +12,9 @@
 // (an auto-transport probe may take a moment) and the pool remembers which
 // transport each address got, for `sfs servers`.
 //
+// Each OSS address also has this client's write fence epoch for it
+// (fence_epoch.h), made with its channel and as long-lived.
+//
 // Thread safety: all methods may be called concurrently. No lock is held
 // across an RPC; concurrent refreshes of the same map generation collapse into one.
 #pragma once
@@ -20,9 +23,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "client/lib/fence_epoch.h"
 #include "common/rpc/rpc.h"
 #include "common/status.h"
 
@@ -46,8 +51,13 @@ class OssPool {
   Status RefreshIfStale(uint64_t seen);
   uint64_t generation() const;
 
-  // The channel serving `ost`, refreshing the map once if the index is unknown.
-  // ESTALE if the MDS does not know the OST either.
+  // The channel serving `ost` and the fence epoch of its OSS, refreshing the
+  // map once if the index is unknown. ESTALE if the MDS does not know the OST either.
+  struct Route {
+    rpc::Channel* channel = nullptr;
+    FenceEpoch* fence = nullptr;
+  };
+  Result<Route> RouteFor(uint32_t ost);
   Result<rpc::Channel*> ChannelFor(uint32_t ost);
   // The channel the current map has for `ost`, or null; never calls the MDS.
   rpc::Channel* Find(uint32_t ost) const;
@@ -56,6 +66,7 @@ class OssPool {
 
  private:
   Status RefreshLocked();  // REQUIRES: refresh_mu_ held
+  std::optional<Route> FindRoute(uint32_t ost) const;
 
   rpc::IoContext* const io_;        // null when factory_ is set
   ChannelFactory* const factory_ = nullptr;
@@ -64,6 +75,7 @@ class OssPool {
   mutable std::mutex mu_;
   std::unordered_map<uint32_t, std::string> ost_addr_;                  // GUARDED_BY(mu_)
   std::map<std::string, std::unique_ptr<rpc::Channel>> channels_;      // GUARDED_BY(mu_)
+  std::map<std::string, std::unique_ptr<FenceEpoch>> fences_;          // GUARDED_BY(mu_), as channels_
   std::map<std::string, std::string> transports_;                       // GUARDED_BY(mu_)
   uint64_t generation_ = 0;                                            // GUARDED_BY(mu_)
 };

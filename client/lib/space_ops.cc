@@ -90,6 +90,7 @@ Status CopyWindow(Striper& s, const LayoutSpec& from, const LayoutSpec& to,
     const CopyCall& c = plan[i];
     calls[i].ost = c.dst.ost;
     calls[i].oid = c.dst.oid;
+    calls[i].mutates = true;
     calls[i].fill = [&c, address = s.AddressOf(c.src.ost)](proto::OssRequest& req) {
       proto::ObjCopyReq* copy = req.mutable_copy();
       copy->set_src_ost(c.src.ost);
@@ -123,6 +124,7 @@ Status FallocateObjects(Striper& s, const LayoutSpec& l, int mode, uint64_t off,
     ObjectCall& c = calls.emplace_back();
     c.ost = l.objects[i].ost;
     c.oid = l.objects[i].oid;
+    c.mutates = true;
     c.fill = [mode, lo, hi](proto::OssRequest& req) {
       req.mutable_fallocate()->set_mode(static_cast<uint32_t>(mode));
       req.mutable_fallocate()->set_offset(lo);

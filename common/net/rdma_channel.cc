@@ -62,6 +62,7 @@ struct RdmaCall {
   bool in_map = false;
   uint64_t sent_gen = 0;  // connection the request last went out on
   bool retried = false;   // re-sent once after a crc mismatch
+  bool resent = false;    // sent again on a new connection (Response::resent)
   bool done = false;
   Status status;
   net::FrameHeader reply;
@@ -276,7 +277,10 @@ Status Core::Wait(const std::shared_ptr<PendingCall>& call, Response* out) {
   }
   c->reg_out.reset();
   c->reg_in.reset();
-  if (out != nullptr) *out = std::move(c->resp);
+  if (out != nullptr) {
+    *out = std::move(c->resp);
+    out->resent = c->resent;
+  }
   return c->status;
 }
 
@@ -426,6 +430,7 @@ void Core::Established() {
     for (auto& [id, c] : pending_) {  // oldest first
       auto frame = BuildFrame(*c);
       if (!frame.ok()) continue;  // completed below
+      c->resent |= c->sent_gen != 0;
       c->sent_gen = gen_;
       frames.push_back(std::move(*frame));
     }

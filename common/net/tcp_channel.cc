@@ -27,6 +27,8 @@
 // Reconnect: when the connection breaks, every call still in flight is sent
 // again on the next connection (same request id and payload). Servers treat
 // repeats as the same request (MDS: by client id and xid; OSS: idempotent ops).
+// The reply of a call whose frame had gone out before says so
+// (Response::resent): its first copy may still reach the server later.
 //
 // Lock order: Core::mu_ is the only lock; never held across an await or a
 // socket call.
@@ -79,6 +81,8 @@ class PendingCall {
   bool waiting = false;   // a follower: its caller sleeps in Wait() on cv
   bool held = false;      // CallOptions::held: reads only while no other caller waits
   size_t lane = 0;        // LanedChannel: the lane (Core) it went to; set by its caller
+  bool went_out = false;  // some of its frame was handed to a socket
+  bool resent = false;    // re-queued after went_out, for a new connection (Response::resent)
   Status status;
   Response resp;
   std::condition_variable cv;
@@ -232,6 +236,7 @@ std::shared_ptr<PendingCall> Core::Start(uint16_t service, std::string payload,
     if (conn_ != nullptr && !send_busy_ && outq_.empty()) {
       send_busy_ = true;
       ++p->sending;
+      p->went_out = true;
       sock = conn_;
       gen = gen_;
     } else {
@@ -259,6 +264,7 @@ std::vector<CallPtr> Core::TakeBatchLocked(size_t* skip) {
       continue;
     } else {
       ++p->sending;
+      p->went_out = true;
     }
     batch.push_back(std::move(p));
   }
@@ -381,7 +387,10 @@ Status Core::Wait(const std::shared_ptr<PendingCall>& p, Response* out) {
       return Status(ETIMEDOUT, "no reply from " + address_ + " before the deadline");
     }
   }
-  if (out != nullptr) *out = std::move(p->resp);
+  if (out != nullptr) {
+    *out = std::move(p->resp);
+    out->resent = p->resent;
+  }
   return p->status;
 }
 
@@ -592,7 +601,10 @@ awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
         ever_connected_ = true;
         last_error_.clear();
         DropSendQueueLocked();  // re-queue every call in flight, oldest first
-        for (auto& [id, p] : pending_) outq_.push_back(p);
+        for (auto& [id, p] : pending_) {
+          p->resent |= p->went_out;
+          outq_.push_back(p);
+        }
         ++gen_;
         conn_ = sock;
         send_busy_ = true;  // the writer below sends the queue

@@ -147,6 +147,10 @@ struct Response {
   std::string payload;
   std::vector<uint8_t> bulk;
   size_t bulk_len = 0;
+  // The request went out again on a new connection after the one it had
+  // gone out on failed: its first copy may still reach the server, after
+  // this reply (libsfs raises its write fence epoch then; fence_epoch.h).
+  bool resent = false;
 };
 
 struct CallOptions {

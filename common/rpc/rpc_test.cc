@@ -215,6 +215,66 @@ TEST_F(RpcTest, ChannelReconnectsAfterServerRestartOnTheSamePort) {
   EXPECT_EQ(r.payload, "re:two");
 }
 
+// Reads one request frame from fd; its id, or 0 if the peer went away.
+uint64_t ReadRequest(int fd) {
+  uint8_t hdr[net::kHeaderSize];
+  if (recv(fd, hdr, sizeof(hdr), MSG_WAITALL) != static_cast<ssize_t>(sizeof(hdr))) return 0;
+  auto h = net::DecodeHeader(hdr);
+  if (!h.ok()) return 0;
+  std::vector<uint8_t> body(h->payload_len + h->bulk_len);
+  if (!body.empty() && recv(fd, body.data(), body.size(), MSG_WAITALL) != ssize_t(body.size())) {
+    return 0;
+  }
+  return h->request_id;
+}
+
+// A server that takes the first copy of a call and drops the connection, and
+// answers the copy the channel sends again on its next connection: the reply
+// says the request was re-sent (an earlier copy may still be on its way).
+TEST(RpcResendTest, AReplyToACallSentAgainOnANewConnectionSaysSo) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(lfd, 4), 0);
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::thread server([lfd] {
+    int first = accept(lfd, nullptr, nullptr);
+    EXPECT_NE(ReadRequest(first), 0u);
+    close(first);
+    int second = accept(lfd, nullptr, nullptr);
+    uint64_t id = ReadRequest(second);
+    net::FrameHeader h{.kind = net::FrameKind::kResponse, .service = kServiceOss,
+                       .request_id = id};
+    const std::string payload = "ok";
+    h.payload_len = static_cast<uint32_t>(payload.size());
+    std::span<const uint8_t> p(reinterpret_cast<const uint8_t*>(payload.data()), payload.size());
+    h.body_crc = net::BodyCrc(p, {});
+    std::vector<uint8_t> frame = net::EncodeFrame(h, p, {});
+    EXPECT_EQ(send(second, frame.data(), frame.size(), 0), ssize_t(frame.size()));
+    ReadRequest(second);  // until the client goes
+    close(second);
+  });
+  auto io = IoContext::Create(1);
+  auto chan = io->MakeTcpChannel("127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+  Response r;
+  Status st = chan->Call(kServiceOss, "write", {}, {}, &r, CallOptions{std::chrono::seconds(20)});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(r.payload, "ok");
+  EXPECT_TRUE(r.resent);
+  chan.reset();
+  server.join();
+  close(lfd);
+}
+
+TEST_F(RpcTest, AReplyToACallSentOnceIsNotMarkedResent) {
+  Response r;
+  ASSERT_TRUE(chan_->Call(kServiceMds, "one", {}, {}, &r).ok());
+  EXPECT_FALSE(r.resent);
+}
+
 int ConnectRaw(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

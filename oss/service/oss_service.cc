@@ -271,6 +271,13 @@ Status Dispatch(ObjectStore& store, const OssRequest& req, const rpc::Request& r
   return Status::Errno(EPROTO, "request has no known op");
 }
 
+// The ops that change an object's bytes or size: a late one could undo a
+// newer one, so they pass the write fence (write_fence.h).
+bool Mutates(OssRequest::OpCase op) {
+  return op == OssRequest::kWrite || op == OssRequest::kWriteV || op == OssRequest::kTruncate ||
+         op == OssRequest::kPunch || op == OssRequest::kFallocate || op == OssRequest::kCopy;
+}
+
 void Finish(const Status& st, OssResponse* resp, rpc::Reply* reply) {
   if (!st.ok()) {
     resp->mutable_status()->set_code(st.code());
@@ -354,6 +361,16 @@ void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Re
   if (store == nullptr) {
     return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);
   }
+  Result<WriteFence::Admission> admitted =
+      Mutates(oreq.op_case()) ? fence_.Admit(oreq.client_id(), oreq.fence_epoch())
+                              : Result<WriteFence::Admission>(WriteFence::Admission());
+  if (!admitted.ok()) {
+    resp.set_fenced(true);
+    LOG_DEBUG("ost " << oreq.ost() << " oid " << oreq.oid() << ": "
+                     << admitted.status().ToString());
+    return Finish(admitted.status(), &resp, reply);
+  }
+  // Applied while the admission holds the fence (released after the reply is packed).
   Status st = oreq.op_case() == OssRequest::kCopy ? Copy(*store, oreq)
                                                   : Dispatch(*store, oreq, req, &resp, reply);
   // The store's only ESTALE: a client with an old layout (tells it apart

@@ -21,6 +21,9 @@
 //   object or overlapping ranges of one object           -> EINVAL (destination: EFBIG);
 //   a source OST not served here without src_address     -> EXDEV (copy_op.h)
 //   anything the store reports (ENOSPC, EIO, EFBIG ...)  -> passed through
+//   a write, write_v, truncate, punch, fallocate or copy whose fence_epoch
+//   is older than one its client sent since              -> ESTALE + fenced, nothing
+//                                                          applied (write_fence.h)
 // A read replies with exactly `length` bytes of bulk (zeros past the data) and
 // read_size = bytes that exist; a failed read replies with no bulk.
 //
@@ -41,6 +44,7 @@
 
 #include "common/rpc/rpc.h"
 #include "oss/service/copy_op.h"
+#include "oss/service/write_fence.h"
 #include "oss/store/object_store.h"
 
 namespace sfs::proto {
@@ -60,7 +64,9 @@ class OssService : public rpc::Handler {
   // Maps OST index -> store. REQUIRES: every store outlives this service.
   using Targets = std::unordered_map<uint32_t, ObjectStore*>;
 
-  OssService() = default;
+  // fencing = false: every fence_epoch is admitted (sfs-oss --fencing=off,
+  // for tests that show what the fence prevents).
+  explicit OssService(bool fencing = true) : fence_(fencing) {}
   void SetTargets(Targets targets);
   // Channels to other OSSes, for copies whose source another OSS serves
   // (copy_op.h); without them such a copy is EXDEV. REQUIRES: peers
@@ -96,6 +102,7 @@ class OssService : public rpc::Handler {
 
   uint64_t inline_read_max_ = kDefaultInlineReadMax;
   std::atomic<PeerChannels*> peers_{nullptr};
+  WriteFence fence_;
   mutable std::mutex mu_;
   std::shared_ptr<const Targets> targets_ = std::make_shared<Targets>();  // guarded by mu_
 };

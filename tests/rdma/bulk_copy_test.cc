@@ -137,6 +137,37 @@ TEST_F(BulkCopyTest, UnalignedWritesAndInlineReplyBulkAreCountedAsCopies) {
   ctx_->Invalidate(data.data(), data.size());
 }
 
+// The write fence (issue 15) on the RDMA path: the same OssService check,
+// with the write's bulk pulled by RDMA READ. A write of an older epoch than
+// one this client sent is refused before anything is applied.
+TEST_F(BulkCopyTest, OverRdmaAWriteOfAnOlderFenceEpochIsRefusedAndTheNewerBytesStay) {
+  std::vector<uint8_t> fresh(kMiB, 'n'), old(kMiB, 'o'), in(kMiB);
+  auto write = [&](uint64_t epoch, std::span<const uint8_t> data, proto::OssResponse* resp) {
+    proto::OssRequest req;
+    req.set_ost(0);
+    req.set_oid(kOid);
+    req.set_client_id(4242);
+    req.set_fence_epoch(epoch);
+    req.mutable_write()->set_offset(0);
+    Response r;
+    Status st = chan_->Call(kServiceOss, req.SerializeAsString(), data, {}, &r,
+                            CallOptions{std::chrono::seconds(120)});
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_TRUE(resp->ParseFromString(r.payload));
+  };
+  proto::OssResponse resp;
+  write(2, fresh, &resp);
+  ASSERT_EQ(resp.status().code(), 0) << resp.status().message();
+  write(1, old, &resp);
+  EXPECT_EQ(resp.status().code(), ESTALE);
+  EXPECT_TRUE(resp.fenced());
+  ASSERT_EQ(Read(0, kMiB, in, nullptr), 0);
+  EXPECT_TRUE(in == fresh);
+  ctx_->Invalidate(fresh.data(), fresh.size());
+  ctx_->Invalidate(old.data(), old.size());
+  ctx_->Invalidate(in.data(), in.size());
+}
+
 }  // namespace
 }  // namespace sfs::rpc
 
