@@ -10,8 +10,36 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
+# Suites a build drops without a word when an 'auto' dependency is missing
+# (libfuse3: sfs-mount and every test that mounts; libibverbs/librdmacm: the
+# RDMA suites; libnetfilter-queue: netfault_test's delayer), or when a
+# meson.build stops finding the daemons' targets. Each must be in the build.
+required=(fuse_unit_test fuse_posix_test fuse_random_ops_test fuse_multi_mount_test
+          fuse_lease_test fuse_close_test fuse_programs_test fuse_fault_test
+          fuse_write_behind_test fuse_wire_flags_test fuse_lock_test cli_test recovery_test
+          overload_memory_test lossyfs_test power_loss_test bench_cluster_test netfault_test
+          rdma_test bulk_copy_test rdma_cluster_test)
+tests_json=$(meson introspect --tests "$BUILD_DIR")
+have=$(python3 -c 'import json, sys; print(*[t["name"] for t in json.load(sys.stdin)])' \
+  <<<"$tests_json")
+missing=()
+for t in "${required[@]}"; do [[ " $have " == *" $t "* ]] || missing+=("$t"); done
+[ -f "$BUILD_DIR/tests/netfault/sfs-nfq-delay" ] || missing+=(sfs-nfq-delay)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "test.sh: not in the build: ${missing[*]} (is libfuse3-dev, libibverbs-dev," \
+    "librdmacm-dev or libnetfilter-queue-dev missing? see $BUILD_DIR/meson-logs/meson-log.txt)" >&2
+  exit 1
+fi
+rdma_tests=$(python3 -c 'import json, sys
+print(*[t["name"] for t in json.load(sys.stdin) if "stripefs:rdma" in t["suite"]])' \
+  <<<"$tests_json")
+meson_failed=()
+# Meson reads <build>/NAME.xml after each gtest binary; one that dies writes
+# none, and an earlier run's must not stand in for it.
+find "$BUILD_DIR" -maxdepth 1 -name '*.xml' -delete
 # The RDMA suites need a verbs device: they run below (inside ../shared/rdma-vm here).
-meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 2 --no-suite rdma "$@"
+meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 2 --no-suite rdma "$@" ||
+  meson_failed+=(--meson-failed "meson test (exit status $?)")
 # A short fuzz run of the frame codec and the MDS/OSS request handlers (a clang
 # build of its own; about 3 minutes from scratch). SFS_FUZZ_SECONDS=0 skips it.
 if [ "${SFS_FUZZ_SECONDS:-5}" != 0 ]; then
@@ -21,22 +49,23 @@ fi
 # host has an RDMA device, else inside the soft-RoCE VM of ../shared/rdma-vm
 # (about a minute under emulation, plus its one-time package install).
 # SFS_RDMA=0 skips them.
-if [ "${SFS_RDMA:-1}" != 0 ]; then
-  RDMA_TEST=(meson test -C "$BUILD_DIR" --setup rdma --suite rdma --no-rebuild --print-errorlogs)
-  if ls /sys/class/infiniband/* >/dev/null 2>&1; then
-    "${RDMA_TEST[@]}"
-  elif [ -f ../shared/rdma-vm/run ]; then
-    bash ../shared/rdma-vm/run "${RDMA_TEST[@]}"
-  else
-    echo "test.sh: no RDMA device and no ../shared/rdma-vm: the RDMA suites did not run" >&2
-  fi
+# Only this run's RDMA results count: an earlier run's logs go first.
+rm -f "$BUILD_DIR"/meson-logs/testlog-rdma.*
+rdma_skipped=""
+RDMA_TEST=(meson test -C "$BUILD_DIR" --setup rdma --suite rdma --no-rebuild --print-errorlogs)
+if [ "${SFS_RDMA:-1}" = 0 ]; then
+  rdma_skipped="SFS_RDMA=0 asked for it"
+elif ls /sys/class/infiniband/* >/dev/null 2>&1; then
+  "${RDMA_TEST[@]}" || meson_failed+=(--meson-failed "the RDMA suites (exit status $?)")
+elif [ -f ../shared/rdma-vm/run ]; then
+  bash ../shared/rdma-vm/run "${RDMA_TEST[@]}" ||
+    meson_failed+=(--meson-failed "the RDMA suites in ../shared/rdma-vm (exit status $?)")
+else
+  rdma_skipped="this host has no RDMA device (/sys/class/infiniband) and no ../shared/rdma-vm"
+  echo "test.sh: the RDMA suites did not run: $rdma_skipped" >&2
 fi
-# One closing line that any CI reads: the meson test results.
-python3 - "$BUILD_DIR"/meson-logs/testlog.json "$BUILD_DIR"/meson-logs/testlog-rdma.json <<'PY'
-import json, os, sys
-res = [json.loads(l)["result"] for f in sys.argv[1:] if os.path.exists(f)
-       for l in open(f) if l.strip()]
-ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
-skipped = sum(r == "SKIP" for r in res)
-print(f"tests: {ok} passed, {len(res) - ok - skipped} failed, {skipped} skipped")
-PY
+# One closing line that any CI reads, "tests: P passed, F failed, S skipped"
+# (GoogleTest cases one by one); non-zero exit on any failure and on any skip
+# not in scripts/test-summary.py's short allow-list.
+python3 scripts/test-summary.py "$BUILD_DIR" ${rdma_skipped:+--rdma-skipped "$rdma_skipped"} \
+  --rdma-tests "$rdma_tests" "${meson_failed[@]}"

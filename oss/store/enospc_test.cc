@@ -1,7 +1,7 @@
 // Unit tests of a full OST: the writer gets ENOSPC, and everything written
 // and acknowledged before reads back intact with its checksums consistent.
 // The fault-injected tests run everywhere; the tmpfs one needs root (mount)
-// and skips otherwise.
+// and skips otherwise, a skip scripts/test.sh fails the run for.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 

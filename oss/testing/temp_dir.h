@@ -1,5 +1,6 @@
-// TempDir: a fresh directory under $TMPDIR (or /tmp) for one test, removed
-// with everything in it when the test ends. Test-only.
+// TempDir: a fresh directory under $TMPDIR (or /tmp), or under a base the
+// test names, for one test, removed with everything in it when the test ends.
+// path() is empty iff the directory could not be made. Test-only.
 #pragma once
 
 #include <cstdlib>
@@ -10,9 +11,9 @@ namespace sfs::oss {
 
 class TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/sfs-oss-test-XXXXXX";
+  TempDir() : TempDir(DefaultBase()) {}
+  explicit TempDir(const std::string& base) {
+    std::string tmpl = base + "/sfs-oss-test-XXXXXX";
     if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
   }
   ~TempDir() {
@@ -23,6 +24,12 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
 
   const std::string& path() const { return path_; }
+
+  // $TMPDIR, or /tmp when it is unset or empty.
+  static std::string DefaultBase() {
+    const char* base = std::getenv("TMPDIR");
+    return base && *base ? base : "/tmp";
+  }
 
  private:
   std::string path_;

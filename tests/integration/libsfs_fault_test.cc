@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <random>
 #include <span>
 
@@ -67,17 +68,29 @@ class FaultTest : public ClusterPerTest {
     return *f;
   }
 
-  // Reads [off, off+len); returns the errno (0 on success) and checks that
-  // any data returned is exactly `want`'s.
+  // What ReadAndCheck returns for a read that came back short: every range
+  // read here lies inside the file, so success is all of it.
+  static constexpr int kShortRead = -1;
+
+  // Reads [off, off+len); returns 0 iff all len bytes came back, else the
+  // errno or kShortRead. Whatever came back must be exactly `want`'s bytes.
   int ReadAndCheck(Client& c, File& f, const std::vector<uint8_t>& want, uint64_t off,
                    uint64_t len) {
     std::vector<uint8_t> got(len);
     auto n = c.Read(f, off, got);
     if (!n.ok()) return n.status().code();
+    if (*n > len) {
+      ADD_FAILURE() << "read of " << len << " bytes at " << off << " returned " << *n;
+      return kShortRead;
+    }
     got.resize(*n);
     std::vector<uint8_t> expect(want.begin() + off, want.begin() + off + *n);
     EXPECT_EQ(FirstDifference(got, expect), -1) << "WRONG DATA read at " << off;
-    return 0;
+    if (*n == len) return 0;
+    std::fprintf(stderr, "short read at %llu: %llu of %llu bytes\n",
+                 static_cast<unsigned long long>(off), static_cast<unsigned long long>(*n),
+                 static_cast<unsigned long long>(len));
+    return kShortRead;
   }
 };
 

@@ -240,6 +240,8 @@ TEST_F(RecoveryTest, AnMdsKilledDuringAMetadataStormLosesNothing) {
   EXPECT_TRUE(resumed) << "the storm did not continue after the restart";
   std::cerr << "storm: " << total << " ops, " << before << " before the kill; 40 more ops "
             << recovered_ms << " ms after the restart\n";
+  // Typically 5.6 s on a loaded 2-core machine; the bound is ~3.5 times that.
+  EXPECT_LT(recovered_ms, 20000) << "the storm took too long to resume after the MDS restart";
   std::vector<std::string> errors(kThreads);
   std::vector<std::map<std::string, std::string>> model(kThreads);
   for (int t = 0; t < kThreads; ++t) {
@@ -462,6 +464,8 @@ TEST_F(RecoveryTest, AnOssKilledDuringASharedFileStridedWriteIsInvisible) {
   std::cerr << "shared-file writers: " << at_restart << " of " << kWriters * kBlocks
             << " blocks written when the OSS was back; next block " << resumed_ms
             << " ms after the restart\n";
+  // Typically 0.3 s; the bound leaves room for one reconnect backoff on a loaded machine.
+  EXPECT_LT(resumed_ms, 10000) << "the writers took too long to resume after the OSS restart";
   for (int w = 0; w < kWriters; ++w) {
     EXPECT_EQ(errors[w], "") << "writer " << w << " (an OSS restart must be invisible)";
   }
@@ -519,9 +523,10 @@ TEST_F(RecoveryTest, AnOpenUnlinkedFileSurvivesAnMdsRestart) {
             static_cast<ssize_t>(more.size()))
       << strerror(errno);
   ASSERT_EQ(fsync(fd), 0) << strerror(errno);
-  std::cerr << "first fsync after the MDS restart: "
-            << std::chrono::duration_cast<milliseconds>(Clock::now() - restart).count()
-            << " ms\n";
+  auto first_fsync_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - restart).count();
+  std::cerr << "first fsync after the MDS restart: " << first_fsync_ms << " ms\n";
+  // Typically 5.5 s on a loaded 2-core machine; the bound is ~3.5 times that.
+  EXPECT_LT(first_fsync_ms, 20000) << "the first fsync after the MDS restart took too long";
   data.insert(data.end(), more.begin(), more.end());
   // Past the window in which the restarted MDS destroys orphans nobody re-opened.
   std::this_thread::sleep_for(milliseconds(ClientTimeoutMs() + 2500));
@@ -661,9 +666,11 @@ TEST_F(OrphanReapTest, AKilledClientsOrphanIsDestroyed) {
       },
       milliseconds(20000), milliseconds(100)))
       << "the orphan's objects outlived the dead client";
-  std::cerr << "orphan objects destroyed "
-            << std::chrono::duration_cast<milliseconds>(Clock::now() - killed).count()
+  auto destroyed_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - killed).count();
+  std::cerr << "orphan objects destroyed " << destroyed_ms
             << " ms after the client was killed (client timeout " << ClientTimeoutMs() << " ms)\n";
+  // Typically the client timeout + 1.2 s; the bound gives the reap 10 s past the timeout.
+  EXPECT_LT(destroyed_ms, ClientTimeoutMs() + 10000) << "the orphan's objects went too late";
   EXPECT_EQ(client_->GetAttr(kRoot, attr->ino).status().code(), ESTALE);
   ExpectFsckClean();
 }
