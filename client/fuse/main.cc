@@ -189,8 +189,10 @@ int Run(const MountArgs& a) {
       daemon.Ready();
       LOG_INFO("mounted " << a.mds_address << " on " << real);
       code = Serve(se, a);
-      fuse_session_unmount(se);
+      // Before the unmount, which closes /dev/fuse: the lease thread writes
+      // its notifications there, and the number may name another file next.
       ops.StopLeases();
+      fuse_session_unmount(se);
       LOG_INFO("unmounted " << real);
     }
     fuse_remove_signal_handlers(se);
