@@ -31,11 +31,13 @@ MODE=${1:-}
 # The concurrency-heavy tests: RPC lanes, held calls and reconnects
 # (rpc_test); the deferred-close queue (client_lib_test); lease and lock
 # tables (lease_table_test, lock_table_test); the MDS's destroy batches over
-# real OSS services (destroy_batch_test); through real daemons and mounts:
-# write-behind, leases, deferred closes, cluster-wide locks, several mounts.
+# real OSS services (destroy_batch_test); the MDS's group commit and destroy
+# queue (mds_test); the OSS's fd cache, range locks and workers (oss_test);
+# through real daemons and mounts: write-behind, leases, deferred closes,
+# cluster-wide locks, several mounts.
 TSAN_TESTS=(rpc_test client_lib_test lease_table_test lock_table_test destroy_batch_test
-            fuse_write_behind_test fuse_lease_test fuse_close_test fuse_lock_test
-            fuse_multi_mount_test)
+            mds_test oss_test fuse_write_behind_test fuse_lease_test fuse_close_test
+            fuse_lock_test fuse_multi_mount_test)
 TSAN_SHORT=(rpc_test client_lib_test lease_table_test fuse_close_test)
 ASAN_SHORT_INTEGRATION=(libsfs_io_test fuse_posix_test fuse_write_behind_test)
 
