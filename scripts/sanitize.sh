@@ -52,10 +52,15 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:print_summary=1:suppress
 # halt_on_error=0: a test binary reports every race it meets and exits 66.
 export TSAN_OPTIONS=$COMMON:halt_on_error=0:exitcode=66:second_deadlock_stack=1:suppressions=$ROOT/scripts/sanitize/tsan.supp
 
-# configure DIR SANITIZERS: a debugoptimized build with -Db_sanitize (once).
+# configure DIR SANITIZERS: a debugoptimized build with -Db_sanitize (set up
+# once; regenerated when a meson.build changed, so that introspection below
+# sees today's tests and targets).
 configure() {
   local dir=$1 san=$2
-  [[ -f $dir/build.ninja ]] && return 0
+  if [[ -f $dir/build.ninja ]]; then
+    ninja -C "$dir" build.ninja >/dev/null
+    return 0
+  fi
   meson setup "$dir" -Dbuildtype=debugoptimized -Db_sanitize="$san" -Drdma=disabled \
     -Dfuzz=false -Dmpi=disabled -Dcpp_args="-fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
     >/dev/null
