@@ -5,9 +5,12 @@
 #   SFS_LONG=1 scripts/test.sh also the long fault/stress forms
 #   SFS_FUZZ_SECONDS=60        longer fuzzing (0 skips it)
 #   SFS_RDMA=0                 skip the RDMA suites (run in the soft-RoCE VM without a device)
+#   SFS_SANITIZE=address|thread  instead, the ASan+UBSan or the TSan run (scripts/sanitize.sh)
+#   SFS_SANITIZE=0             skip the short sanitizer form of the default run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+case ${SFS_SANITIZE:-} in address|thread) exec bash scripts/sanitize.sh "$SFS_SANITIZE" "$@" ;; esac
 bash scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
 # Suites a build drops without a word when an 'auto' dependency is missing
@@ -44,6 +47,11 @@ meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 2 --no-suite rdma "
 # build of its own; about 3 minutes from scratch). SFS_FUZZ_SECONDS=0 skips it.
 if [ "${SFS_FUZZ_SECONDS:-5}" != 0 ]; then
   bash scripts/fuzz.sh --seconds "${SFS_FUZZ_SECONDS:-5}"
+fi
+# Sanitizers, short form: ASan+UBSan on the unit suite and a few integration
+# tests, TSan on a few concurrency tests (builds of their own; scripts/sanitize.sh).
+if [ "${SFS_SANITIZE:-short}" != 0 ]; then
+  bash scripts/sanitize.sh short
 fi
 # The RDMA suites (transport and a real cluster over verbs): directly when this
 # host has an RDMA device, else inside the soft-RoCE VM of ../shared/rdma-vm

@@ -199,8 +199,8 @@ class FuseOps {
   void OnReleasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
 
   // Leases: StartLeases (after the mount) starts libsfs's watch thread with
-  // our invalidation handler, if leases are on; StopLeases (after unmount,
-  // before the session is destroyed) makes the handler a no-op.
+  // our invalidation handler, if leases are on; StopLeases (after the loop,
+  // before the unmount closes the session's fd) makes the handler a no-op.
   void StartLeases(fuse_session* se);
   void StopLeases();
   // fsync(2) of a directory: its entries (and every other metadata change

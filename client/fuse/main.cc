@@ -125,6 +125,7 @@ bool FuseArgsValid(const MountArgs& a) {
   std::vector<char*> argv = FuseArgv(a);
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
   fuse_session* se = fuse_session_new(&args, &FuseOps::Table(), sizeof(fuse_lowlevel_ops), nullptr);
+  fuse_opt_free_args(&args);  // the parse left a malloc'd copy in args; the session keeps none
   if (se == nullptr) return false;
   fuse_session_destroy(se);
   return true;
@@ -165,6 +166,7 @@ int Run(const MountArgs& a) {
   std::vector<char*> argv = FuseArgv(a);
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
   fuse_session* se = fuse_session_new(&args, &FuseOps::Table(), sizeof(fuse_lowlevel_ops), &ops);
+  fuse_opt_free_args(&args);
   if (se == nullptr) return 1;
   int code = 1;
   if (fuse_set_signal_handlers(se) == 0) {
@@ -187,8 +189,10 @@ int Run(const MountArgs& a) {
       daemon.Ready();
       LOG_INFO("mounted " << a.mds_address << " on " << real);
       code = Serve(se, a);
-      fuse_session_unmount(se);
+      // Before the unmount, which closes /dev/fuse: the lease thread writes
+      // its notifications there, and the number may name another file next.
       ops.StopLeases();
+      fuse_session_unmount(se);
       LOG_INFO("unmounted " << real);
     }
     fuse_remove_signal_handlers(se);

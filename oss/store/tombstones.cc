@@ -23,8 +23,10 @@ constexpr size_t kNameLen = 16 + sizeof(kSuffix) - 1;
 bool ParseName(const char* name, uint64_t* oid) {
   std::string n = name;
   if (n.size() != kNameLen || n.compare(16, n.npos, kSuffix) != 0) return false;
+  // Named: strtoull's end points into it, and is read after the call.
+  const std::string hex = n.substr(0, 16);
   char* end = nullptr;
-  *oid = std::strtoull(n.substr(0, 16).c_str(), &end, 16);
+  *oid = std::strtoull(hex.c_str(), &end, 16);
   return end != nullptr && *end == '\0';
 }
 

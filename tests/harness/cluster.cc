@@ -403,6 +403,15 @@ void TestCluster::StopDaemon(Daemon* d, bool was_running, std::vector<std::strin
   }
 }
 
+void TestCluster::NoteSanitizerReports(std::vector<std::string>* problems) const {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(root_ + "/logs", ec)) {
+    std::string report = SanitizerReport(e.path().string());
+    if (report.empty()) continue;
+    problems->push_back("a sanitizer report in " + e.path().string() + ":\n" + report);
+  }
+}
+
 void TestCluster::Stop() {
   if (stopped_ || root_.empty()) return;
   stopped_ = true;
@@ -422,8 +431,10 @@ void TestCluster::Stop() {
   }
   for (size_t i = 0; i < oss_.size(); ++i) StopDaemon(&oss_[i], running[i], &problems);
   StopDaemon(&mds_, mds_.proc && mds_.proc->Running(), &problems);
+  NoteSanitizerReports(&problems);
   for (const auto& p : problems) ADD_FAILURE() << "cluster teardown: " << p;
-  bool keep = keep_ || AnyTestFailed() || !Env("SFS_KEEP_TMP").empty() || HasMountUnder(root_);
+  bool keep = keep_ || !problems.empty() || AnyTestFailed() || !Env("SFS_KEEP_TMP").empty() ||
+              HasMountUnder(root_);
   if (keep) {
     std::cerr << "StripeFS test cluster kept in " << root_ << "\n";
   } else {

@@ -20,8 +20,9 @@
 //
 // Teardown (Stop(), also run by the destructor) unmounts every mount
 // (fusermount3 -u, then umount -l), SIGTERMs then SIGKILLs only the processes
-// this object started. ReportFailure() prints a one-line repro command and
-// the tail of every log.
+// this object started, and fails the test if a daemon's or a mount's log
+// holds a sanitizer report (scripts/sanitize.sh). ReportFailure() prints a
+// one-line repro command and the tail of every log.
 //
 // Thread safety: none; the fixture's thread drives it. Clients returned by
 // Connect() may be used from any thread.
@@ -128,6 +129,9 @@ class TestCluster {
   // Stops d (SIGTERM, then SIGKILL); notes an unexpected exit in problems.
   // was_running: whether d ran before the teardown signalled anything.
   void StopDaemon(Daemon* d, bool was_running, std::vector<std::string>* problems);
+  // Notes every log of this cluster that holds a sanitizer report (a daemon
+  // built with ASan/UBSan/TSan; its exit status alone misses one killed by a test).
+  void NoteSanitizerReports(std::vector<std::string>* problems) const;
   std::string LogPath(const std::string& name) const;
   bool AnyTestFailed() const;
 

@@ -195,6 +195,29 @@ std::string TailFile(const std::string& path, int lines) {
   return out;
 }
 
+std::string SanitizerReport(const std::string& path, int lines) {
+  // The first line of every report of ASan, LSan, TSan and UBSan (gcc's and clang's).
+  static constexpr const char* kStarts[] = {
+      "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
+      "ERROR: ThreadSanitizer", "ERROR: UndefinedBehaviorSanitizer", ": runtime error: "};
+  auto starts = [](const std::string& l) {
+    for (const char* s : kStarts) {
+      if (l.find(s) != std::string::npos) return true;
+    }
+    return false;
+  };
+  std::ifstream in(path);
+  std::string line, out;
+  int left = 0;
+  while (std::getline(in, line)) {
+    if (left == 0 && !starts(line)) continue;
+    if (left == 0) left = lines;
+    out += "    | " + line + "\n";
+    if (--left == 0) break;
+  }
+  return out;
+}
+
 Result<int> RunCommand(const std::vector<std::string>& argv, const std::string& log_path,
                        std::chrono::milliseconds timeout) {
   std::vector<char*> args;

@@ -82,6 +82,12 @@ std::string DescribeWaitStatus(int status);
 // The last `lines` lines of a text file ("" if unreadable).
 std::string TailFile(const std::string& path, int lines);
 
+// The first sanitizer report in a log (its first `lines` lines, from the
+// "ERROR: AddressSanitizer"/"WARNING: ThreadSanitizer"... or "runtime
+// error:" line on), or "" iff the log holds none. A sanitized daemon may be
+// killed before its report shows in its exit status; its log always shows it.
+std::string SanitizerReport(const std::string& path, int lines = 30);
+
 // Runs argv to completion (stdout and stderr into log_path); returns its wait
 // status, or ETIMEDOUT (after killing it) if it runs longer than timeout.
 Result<int> RunCommand(const std::vector<std::string>& argv, const std::string& log_path,

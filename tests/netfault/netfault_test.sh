@@ -216,6 +216,10 @@ if [ -n "$SFS_BIN" ]; then
     fail "sfs fsck after the faults: $(cat "$DIR/fsck.log")"
   echo "netfault_test: sfs fsck clean: $(tail -1 "$DIR/fsck.log")"
 fi
+# A sanitized build (scripts/sanitize.sh): a report in any log fails the test.
+if grep -E -A20 '(ERROR|WARNING): [A-Za-z]+Sanitizer|: runtime error: ' "$DIR"/*.log; then
+  fail "a sanitizer report (above)"
+fi
 if [ -n "$SKIPPED" ]; then
   echo "netfault_test: SKIP: everything else passed, but not the $SKIPPED"
   exit 77
