@@ -11,6 +11,7 @@
 
 #include "oss.pb.h"
 #include "oss/service/oss_service.h"
+#include "oss/testing/service_call.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -33,16 +34,7 @@ class SpaceOpsTest : public ::testing::Test {
   }
   OssResponse Call(const OssRequest& req, std::vector<uint8_t> bulk = {},
                    std::vector<uint8_t>* out = nullptr) {
-    rpc::Request r;
-    r.service = rpc::kServiceOss;
-    req.SerializeToString(&r.payload);
-    r.bulk = std::move(bulk);
-    rpc::Reply reply;
-    service_.Handle(r, &reply);
-    OssResponse resp;
-    EXPECT_TRUE(resp.ParseFromString(reply.payload));
-    if (out != nullptr) *out = std::move(reply.bulk);
-    return resp;
+    return CallService(service_, req, std::move(bulk), out);
   }
   static OssRequest Req(uint32_t ost, uint64_t oid) {
     OssRequest req;

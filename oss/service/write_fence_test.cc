@@ -11,6 +11,7 @@
 
 #include "oss.pb.h"
 #include "oss/service/oss_service.h"
+#include "oss/testing/service_call.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -84,16 +85,7 @@ class FencedServiceTest : public ::testing::Test {
 
   OssResponse Call(const OssRequest& req, std::vector<uint8_t> bulk = {},
                    std::vector<uint8_t>* reply_bulk = nullptr) {
-    rpc::Request r;
-    r.service = rpc::kServiceOss;
-    req.SerializeToString(&r.payload);
-    r.bulk = std::move(bulk);
-    rpc::Reply reply;
-    service_.Handle(r, &reply);
-    OssResponse resp;
-    EXPECT_TRUE(resp.ParseFromString(reply.payload));
-    if (reply_bulk != nullptr) *reply_bulk = std::move(reply.bulk);
-    return resp;
+    return CallService(service_, req, std::move(bulk), reply_bulk);
   }
 
   static OssRequest Req(uint64_t client, uint64_t epoch) {
