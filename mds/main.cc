@@ -26,6 +26,8 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/metrics/http_server.h"
+#include "common/metrics/metrics.h"
 #include "common/rpc/listeners.h"
 #include "common/rpc/rpc.h"
 #include "mds/namespace/destroy_queue.h"
@@ -40,7 +42,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
     "[--commit-interval-ms N (0 = commit before every reply, the default)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
-    "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N]";
+    "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N] "
+    "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)]";
 
 struct Flags {
   std::string data;
@@ -58,6 +61,7 @@ struct Flags {
   // After a restart, how long only re-asserted locks are granted
   // (mds/lock/lock_table.h); clients reconnect within about a second.
   int64_t lock_grace_ms = 6000;
+  std::string metrics_listen;  // "" = no metrics endpoint (the default)
 };
 
 [[noreturn]] void UsageError(const std::string& why) {
@@ -112,6 +116,8 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (a == "--inline") {
       if (value != "on" && value != "off") UsageError("bad value for --inline (on|off)");
       f.inline_handlers = value == "on";
+    } else if (a == "--metrics-listen") {
+      f.metrics_listen = value;
     } else if (a == "--transport") {
       if (!rpc::ParseTransportMode(v, &f.transport)) UsageError("bad value for --transport");
     } else {
@@ -157,6 +163,51 @@ class Housekeeper {
   bool stop_ = false;
   std::thread thread_;
 };
+
+// The gauges read at scrape time: opens, leases, locks, OSTs, commits and
+// whether the restart's grace periods (lease revocations held, only lock
+// reclaims granted) still run.
+void AddTableCollectors(metrics::Registry* r, Namespace* ns, OstRegistry* osts,
+                        LeaseTable* leases, LockTable* locks, int64_t grace_ms) {
+  metrics::Histogram& sync =
+      r->AddHistogram("sfs_mds_commit_duration_seconds",
+                      "Time of each metadata commit (LevelDB sync: an fsync).")
+          .With({});
+  ns->set_commit_histogram(&sync);
+  const int64_t grace_end_ms = NowMs() + std::max<int64_t>(grace_ms, 0);
+  r->AddCollector([=](metrics::Writer& w) {
+    auto gauge = [&w](const char* name, const char* help, double v) {
+      w.Family(name, help, "gauge");
+      w.Sample(name, {}, v);
+    };
+    auto counter = [&w](const char* name, const char* help, uint64_t v) {
+      w.Family(name, help, "counter");
+      w.Sample(name, {}, v);
+    };
+    counter("sfs_mds_commits_total", "Metadata commits that synced (fsyncs).",
+            ns->committer().commits());
+    counter("sfs_mds_commit_failures_total", "Metadata commits whose sync failed.",
+            ns->committer().sync_failures());
+    gauge("sfs_mds_open_files", "Opens recorded (files open on clients).",
+          static_cast<double>(ns->opens().Opens()));
+    gauge("sfs_mds_clients_with_open_files", "Clients holding at least one open.",
+          static_cast<double>(ns->opens().ClientsWithOpens()));
+    gauge("sfs_mds_leases", "Metadata leases held by clients.",
+          static_cast<double>(leases->LeaseCount()));
+    gauge("sfs_mds_locks", "File lock ranges held.", static_cast<double>(locks->LockCount()));
+    gauge("sfs_mds_lock_waiters", "Lock requests waiting.",
+          static_cast<double>(locks->WaiterCount()));
+    gauge("sfs_mds_recovering",
+          "1 while the restart grace period runs (only lock reclaims, revocations held).",
+          NowMs() < grace_end_ms ? 1.0 : 0.0);
+    std::vector<OstState> snap = osts->Snapshot();
+    w.Family("sfs_mds_ost_up", "1 if the MDS counts the OST up (heartbeats arrive).", "gauge");
+    for (const OstState& o : snap) {
+      w.Sample("sfs_mds_ost_up", {{"ost", std::to_string(o.index)}, {"address", o.address}},
+               o.up ? 1.0 : 0.0);
+    }
+  });
+}
 
 int Run(const Flags& flags, const sigset_t& stop_signals) {
   std::string host;
@@ -220,6 +271,25 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   // Inline answers never wait for the disk: a reply waiting for its commit is
   // held by the Committer, not by the I/O thread.
   service.set_inline(flags.inline_handlers);
+  // Metrics (off by default). Declared after what their collectors read, so
+  // the server stops (at scope end) before those go.
+  metrics::Registry registry;
+  std::unique_ptr<MdsMetrics> mds_metrics;
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_server;
+  if (!flags.metrics_listen.empty()) {
+    mds_metrics = std::make_unique<MdsMetrics>(&registry);
+    service.set_metrics(mds_metrics.get());
+    AddTableCollectors(&registry, &ns, &osts, &leases, &locks,
+                       std::max(lopts.grace_ms < 0 ? lopts.lease_ms + lopts.margin_ms
+                                                   : lopts.grace_ms,
+                                kopts.grace_ms));
+    auto m = metrics::ServeMetrics(flags.metrics_listen, &registry);
+    if (!m.ok()) {
+      LOG_ERROR(m.status().ToString());
+      return 1;
+    }
+    metrics_server = std::move(*m);
+  }
   rpc::ServerOptions sopts;
   sopts.host = host;
   sopts.port = port;

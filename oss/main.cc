@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/metrics/http_server.h"
+#include "common/metrics/metrics.h"
 #include "common/rpc/listeners.h"
 #include "common/rpc/rpc.h"
 #include "oss/registrar/advertise.h"
@@ -38,7 +40,8 @@ constexpr char kUsage[] =
     "[--heartbeat-ms N] [--workers N] [--io-threads N] [--checksums=on|off] "
     "[--transport=auto|tcp|rdma] [--tombstone-ttl-s N (>= 60)] [--max-inflight-mib N] "
     "[--inline-read-kib N (0-1024: reads up to N KiB served on the I/O thread; 0 = none)] "
-    "[--advertise HOST:PORT (the address registered with the MDS, if not the listening one)]";
+    "[--advertise HOST:PORT (the address registered with the MDS, if not the listening one)] "
+    "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)]";
 
 struct Flags {
   std::string mds;
@@ -54,6 +57,7 @@ struct Flags {
   int inline_read_kib = OssService::kDefaultInlineReadMax / 1024;  // OssService::TryHandleInline
   // What clients are told to connect to (a NAT, a proxy); "" = the listening address.
   std::string advertise;
+  std::string metrics_listen;  // "" = no metrics endpoint (the default)
   // Not in the usage: off only shows what the write fence prevents (fence_test).
   bool fencing = true;
 };
@@ -94,6 +98,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       continue;
     else if (arg == "--inline-read-kib" && ParseInt(value, 0, 1024, &f->inline_read_kib)) continue;
     else if (arg == "--advertise") f->advertise = value;
+    else if (arg == "--metrics-listen") f->metrics_listen = value;
     else if (arg == "--fencing" && (value == "on" || value == "off")) f->fencing = value == "on";
     else return false;
   }
@@ -186,6 +191,19 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   if (!flags.fencing) LOG_WARN("--fencing=off: late writes may overwrite newer ones");
   service.SetPeers(&peers);
   service.set_inline_read_max(static_cast<uint64_t>(flags.inline_read_kib) * 1024);
+  // Metrics (off by default): declared before the server so they outlive it.
+  metrics::Registry registry;
+  std::unique_ptr<OssMetrics> oss_metrics;
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_server;
+  if (!flags.metrics_listen.empty()) {
+    oss_metrics = std::make_unique<OssMetrics>(&registry);
+    oss_metrics->AddTargets([&service] { return service.targets(); });
+    service.set_metrics(oss_metrics.get());
+    Result<std::unique_ptr<metrics::MetricsHttpServer>> m =
+        metrics::ServeMetrics(flags.metrics_listen, &registry);
+    if (!m.ok()) return Fail(m.status());
+    metrics_server = std::move(*m);
+  }
   rpc::ServerOptions sopts;
   (void)rpc::ParseAddress(flags.listen, &sopts.host, &sopts.port);  // checked by ParseFlags
   sopts.worker_threads = flags.workers;
@@ -223,6 +241,7 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   LOG_INFO("signal " << sig << ": stopping");
   registrar.Stop();
   server->Stop();
+  metrics_server.reset();  // before the stores its scrapes read
   return 0;
 }
 

@@ -295,6 +295,13 @@ void LeaseTable::TimerLoop() {
   }
 }
 
+size_t LeaseTable::LeaseCount() {
+  std::lock_guard<std::mutex> l(mu_);
+  size_t n = 0;
+  for (const auto& [ino, s] : inos_) n += s.holders.size();
+  return n;
+}
+
 size_t LeaseTable::Holders(uint64_t ino) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = inos_.find(ino);

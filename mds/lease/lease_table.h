@@ -117,6 +117,8 @@ class LeaseTable {
   // Answers watches and revocations whose time has come; forgets expired leases.
   void RunDue();
 
+  // Leases held now, all inodes and clients (metrics).
+  size_t LeaseCount();
   // For tests.
   size_t Holders(uint64_t ino);
   size_t PendingRevocations();

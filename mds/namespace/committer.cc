@@ -51,7 +51,14 @@ void Committer::RaiseCommitted(uint64_t target) {
 }
 
 Status Committer::SyncStore() {
+  auto start = std::chrono::steady_clock::now();
   Status st = store_->Sync();
+  if (metrics::Histogram* h = sync_histogram_.load()) {
+    h->ObserveNanos(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::steady_clock::now() - start)
+                                              .count()));
+  }
+  if (!st.ok()) sync_failures_.fetch_add(1);
   if (st.ok()) {
     commits_.fetch_add(1);
     return st;

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/metrics/metrics.h"
 #include "common/status.h"
 #include "mds/namespace/kv_store.h"
 
@@ -88,6 +89,9 @@ class Committer {
 
   // For tests and logs: commits that ran a Sync, and passes of the thread.
   uint64_t commits() const { return commits_.load(); }
+  // Every KvStore::Sync's time goes there too (metrics; null = none). Any thread.
+  void set_sync_histogram(metrics::Histogram* h) { sync_histogram_.store(h); }
+  uint64_t sync_failures() const { return sync_failures_.load(); }
   uint64_t ticks() const { return ticks_.load(); }
 
  private:
@@ -102,6 +106,8 @@ class Committer {
   std::atomic<uint64_t> written_{0};    // writes noted
   std::atomic<uint64_t> committed_{0};  // writes noted before a finished Sync began
   std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> sync_failures_{0};
+  std::atomic<metrics::Histogram*> sync_histogram_{nullptr};
   std::atomic<uint64_t> ticks_{0};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -152,6 +152,9 @@ class Namespace {
   // every MdsResponse carries it so clients notice a restart.
   uint64_t boot_epoch() const { return boot_epoch_.load(); }
   int OpenCount(uint64_t ino) const { return opens_.OpenCount(ino); }
+  const OpenTable& opens() const { return opens_; }  // metrics
+  // Times every metadata commit's sync there (metrics); null = none.
+  void set_commit_histogram(metrics::Histogram* h) { committer_.set_sync_histogram(h); }
 
  private:
   using Body = std::function<Status(Txn&)>;

@@ -85,4 +85,16 @@ std::vector<uint64_t> OpenTable::ExpireClients(int64_t now_ms, int64_t timeout_m
   return inos;
 }
 
+size_t OpenTable::Opens() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return opens_.size();
+}
+
+size_t OpenTable::ClientsWithOpens() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, c] : clients_) n += c.opens > 0 ? 1 : 0;
+  return n;
+}
+
 }  // namespace sfs::mds

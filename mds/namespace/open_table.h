@@ -38,6 +38,9 @@ class OpenTable {
   // Drops the opens of every client silent for more than timeout_ms; returns
   // the inodes those opens were for (one entry per dropped open).
   std::vector<uint64_t> ExpireClients(int64_t now_ms, int64_t timeout_ms);
+  // Opens recorded now, and clients holding at least one (metrics).
+  size_t Opens() const;
+  size_t ClientsWithOpens() const;
 
  private:
   struct Open {

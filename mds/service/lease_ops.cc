@@ -94,6 +94,7 @@ void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
 }
 
 void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
+  if (metrics_ != nullptr) done = metrics_->Counted(r.op_case(), r.job_id(), std::move(done));
   if (r.op_case() == MdsRequest::kLock) {
     Lock(r, std::move(done));
     return;

@@ -1,6 +1,8 @@
 // One thin handler per MDS RPC: unpack, one domain call, pack the reply.
 #include "mds/service/mds_service.h"
 
+#include <chrono>
+
 #include "common/log.h"
 #include "mds.pb.h"
 
@@ -243,9 +245,17 @@ std::string MdsService::HandlePayload(const std::string& payload) {
   MdsResponse resp;
   if (!req.ParseFromString(payload)) {
     SetStatus(&resp, Status::Errno(EPROTO, "malformed MdsRequest"));
+    if (metrics_ != nullptr) metrics_->Record(0, EPROTO, 0, {});
     return resp.SerializeAsString();
   }
+  auto start = std::chrono::steady_clock::now();
   Dispatch(req, &resp);
+  if (metrics_ != nullptr) {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now() - start);
+    metrics_->Record(req.op_case(), resp.status().code(), static_cast<uint64_t>(ns.count()),
+                     req.job_id());
+  }
   return resp.SerializeAsString();
 }
 

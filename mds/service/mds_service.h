@@ -22,6 +22,7 @@
 #include "mds/lock/lock_table.h"
 #include "mds/namespace/namespace.h"
 #include "mds/namespace/ost_registry.h"
+#include "mds/service/mds_metrics.h"
 
 namespace sfs::mds {
 
@@ -41,6 +42,9 @@ class MdsService : public rpc::Handler {
   // Cluster-wide file locks (LockReq; lock_ops.cc). Without a table every
   // lock request is ENOLCK. REQUIRES: set before serving; locks outlives us.
   void set_locks(LockTable* locks) { locks_ = locks; }
+  // Counts every request there (mds_metrics.h); null = none. REQUIRES: set
+  // before serving; m outlives the service.
+  void set_metrics(MdsMetrics* m) { metrics_ = m; }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
@@ -77,6 +81,7 @@ class MdsService : public rpc::Handler {
   OstRegistry* const osts_;
   LeaseTable* const leases_;
   LockTable* locks_ = nullptr;
+  MdsMetrics* metrics_ = nullptr;
   // Append tokens (append_ops.cc): who may append to an inode without asking.
   struct AppendToken {
     uint64_t client = 0;

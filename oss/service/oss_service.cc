@@ -15,6 +15,7 @@
 #include <linux/falloc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <optional>
 
@@ -336,7 +337,7 @@ bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
     return false;
   }
   rpc::Reply reply;
-  HandleParsed(oreq, req, &reply);
+  HandleCounted(oreq, req, &reply);
   done(std::move(reply));
   return true;
 }
@@ -350,9 +351,52 @@ void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
   if (req.service != rpc::kServiceOss || !oreq.ParseFromString(req.payload)) {
     LOG_WARN("malformed request from " << req.peer);
     OssResponse resp;
+    if (metrics_ != nullptr) metrics_->Record(0, EPROTO, 0, 0, 0, {});
     return Finish(Status::Errno(EPROTO, "malformed OSS request"), &resp, reply);
   }
+  HandleCounted(oreq, req, reply);
+}
+
+OssService::Targets OssService::targets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return *targets_;
+}
+
+// The data bytes a request moves: a read's length in, a write's out (write_v:
+// its extents, not the alignment padding of its bulk).
+static void DataBytes(const OssRequest& oreq, const rpc::Request& req, uint64_t* read,
+                      uint64_t* written) {
+  *read = *written = 0;
+  if (oreq.op_case() == OssRequest::kRead) *read = oreq.read().length();
+  if (oreq.op_case() == OssRequest::kWrite) *written = req.bulk_bytes().size();
+  if (oreq.op_case() == OssRequest::kWriteV) {
+    for (const proto::ObjExtent& e : oreq.write_v().extents()) *written += e.length();
+  }
+}
+
+// The reply's errno. Its status is field 1, which protobuf serializes first,
+// and Finish sets it only when not OK: so an OK reply costs no parse.
+static int ReplyCode(const rpc::Reply& reply) {
+  if (reply.payload.empty() || static_cast<uint8_t>(reply.payload[0]) != 0x0a) return 0;
+  OssResponse resp;
+  if (!resp.ParseFromString(reply.payload)) return EPROTO;
+  return resp.status().code();
+}
+
+void OssService::HandleCounted(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
+  if (metrics_ == nullptr) return HandleParsed(oreq, req, reply);
+  uint64_t read = 0, written = 0;
+  DataBytes(oreq, req, &read, &written);
+  metrics_->Begin(read + written);
+  auto start = std::chrono::steady_clock::now();
   HandleParsed(oreq, req, reply);
+  uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now() - start)
+                                          .count());
+  metrics_->End(read + written);
+  int code = ReplyCode(*reply);
+  if (code != 0) read = written = 0;  // nothing (or not all: unknown) moved
+  metrics_->Record(oreq.op_case(), code, ns, read, written, oreq.job_id());
 }
 
 void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {

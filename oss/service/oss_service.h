@@ -44,6 +44,7 @@
 
 #include "common/rpc/rpc.h"
 #include "oss/service/copy_op.h"
+#include "oss/service/oss_metrics.h"
 #include "oss/service/write_fence.h"
 #include "oss/store/object_store.h"
 
@@ -91,6 +92,11 @@ class OssService : public rpc::Handler {
   static constexpr uint64_t kDefaultInlineReadMax = 64 * 1024;
   // 0: every request goes to a worker. Call before serving.
   void set_inline_read_max(uint64_t n) { inline_read_max_ = n; }
+  // Counts every request there (oss_metrics.h); null = none. REQUIRES: set
+  // before serving; m outlives this service.
+  void set_metrics(OssMetrics* m) { metrics_ = m; }
+  // The OST index map now (for the metrics' space collector).
+  Targets targets() const;
 
  private:
   ObjectStore* Find(uint32_t ost) const;
@@ -99,8 +105,11 @@ class OssService : public rpc::Handler {
   // Handle() of a request already decoded (TryHandleInline decodes it to
   // choose). REQUIRES: reply holds no bulk.
   void HandleParsed(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
+  // HandleParsed, counted in metrics_.
+  void HandleCounted(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
 
   uint64_t inline_read_max_ = kDefaultInlineReadMax;
+  OssMetrics* metrics_ = nullptr;
   std::atomic<PeerChannels*> peers_{nullptr};
   WriteFence fence_;
   mutable std::mutex mu_;
