@@ -22,6 +22,11 @@ namespace {
 
 FuseOps* Self(fuse_req_t req) { return static_cast<FuseOps*>(fuse_req_userdata(req)); }
 
+// Around every callback of Table(): the caller's job, and the op's metrics.
+FuseOpScope Track(fuse_req_t r, FuseOp op, uint64_t read_bytes = 0, uint64_t write_bytes = 0) {
+  return FuseOpScope(fuse_req_ctx(r)->pid, Self(r)->metrics(), op, read_bytes, write_bytes);
+}
+
 int64_t Nanos(const struct timespec& ts) {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
@@ -467,88 +472,150 @@ const fuse_lowlevel_ops& FuseOps::Table() {
   static const fuse_lowlevel_ops ops = [] {
     fuse_lowlevel_ops o{};
     o.init = [](void* self, fuse_conn_info* c) { static_cast<FuseOps*>(self)->OnInit(c); };
-    o.lookup = [](fuse_req_t r, fuse_ino_t p, const char* n) { Self(r)->OnLookup(r, p, n); };
-    o.forget = [](fuse_req_t r, fuse_ino_t i, uint64_t n) { Self(r)->OnForget(r, i, n); };
+    o.lookup = [](fuse_req_t r, fuse_ino_t p, const char* n) {
+      FuseOpScope scope = Track(r, FuseOp::kLookup);
+      Self(r)->OnLookup(r, p, n);
+    };
+    o.forget = [](fuse_req_t r, fuse_ino_t i, uint64_t n) {
+      FuseOpScope scope = Track(r, FuseOp::kForget);
+      Self(r)->OnForget(r, i, n);
+    };
     o.forget_multi = [](fuse_req_t r, size_t c, fuse_forget_data* f) {
+      FuseOpScope scope = Track(r, FuseOp::kForgetMulti);
       Self(r)->OnForgetMulti(r, c, f);
     };
-    o.getattr = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnGetAttr(r, i, f); };
+    o.getattr = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kGetattr);
+      Self(r)->OnGetAttr(r, i, f);
+    };
     o.setattr = [](fuse_req_t r, fuse_ino_t i, struct stat* s, int v, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kSetattr);
       Self(r)->OnSetAttr(r, i, s, v, f);
     };
-    o.readlink = [](fuse_req_t r, fuse_ino_t i) { Self(r)->OnReadlink(r, i); };
+    o.readlink = [](fuse_req_t r, fuse_ino_t i) {
+      FuseOpScope scope = Track(r, FuseOp::kReadlink);
+      Self(r)->OnReadlink(r, i);
+    };
     o.mknod = [](fuse_req_t r, fuse_ino_t p, const char* n, mode_t m, dev_t d) {
+      FuseOpScope scope = Track(r, FuseOp::kMknod);
       Self(r)->OnMknod(r, p, n, m, d);
     };
     o.mkdir = [](fuse_req_t r, fuse_ino_t p, const char* n, mode_t m) {
+      FuseOpScope scope = Track(r, FuseOp::kMkdir);
       Self(r)->OnMkdir(r, p, n, m);
     };
-    o.unlink = [](fuse_req_t r, fuse_ino_t p, const char* n) { Self(r)->OnUnlink(r, p, n); };
-    o.rmdir = [](fuse_req_t r, fuse_ino_t p, const char* n) { Self(r)->OnRmdir(r, p, n); };
+    o.unlink = [](fuse_req_t r, fuse_ino_t p, const char* n) {
+      FuseOpScope scope = Track(r, FuseOp::kUnlink);
+      Self(r)->OnUnlink(r, p, n);
+    };
+    o.rmdir = [](fuse_req_t r, fuse_ino_t p, const char* n) {
+      FuseOpScope scope = Track(r, FuseOp::kRmdir);
+      Self(r)->OnRmdir(r, p, n);
+    };
     o.symlink = [](fuse_req_t r, const char* t, fuse_ino_t p, const char* n) {
+      FuseOpScope scope = Track(r, FuseOp::kSymlink);
       Self(r)->OnSymlink(r, t, p, n);
     };
     o.rename = [](fuse_req_t r, fuse_ino_t p, const char* n, fuse_ino_t np, const char* nn,
-                  unsigned int fl) { Self(r)->OnRename(r, p, n, np, nn, fl); };
+                  unsigned int fl) {
+      FuseOpScope scope = Track(r, FuseOp::kRename);
+      Self(r)->OnRename(r, p, n, np, nn, fl);
+    };
     o.link = [](fuse_req_t r, fuse_ino_t i, fuse_ino_t np, const char* nn) {
+      FuseOpScope scope = Track(r, FuseOp::kLink);
       Self(r)->OnLink(r, i, np, nn);
     };
-    o.open = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnOpen(r, i, f); };
+    o.open = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kOpen);
+      Self(r)->OnOpen(r, i, f);
+    };
     o.create = [](fuse_req_t r, fuse_ino_t p, const char* n, mode_t m, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kCreate);
       Self(r)->OnCreate(r, p, n, m, f);
     };
     o.read = [](fuse_req_t r, fuse_ino_t i, size_t s, off_t off, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kRead, s);
       Self(r)->OnRead(r, i, s, off, f);
     };
     o.write_buf = [](fuse_req_t r, fuse_ino_t i, fuse_bufvec* b, off_t off, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kWriteBuf, 0, fuse_buf_size(b));
       Self(r)->OnWriteBuf(r, i, b, off, f);
     };
-    o.flush = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnFlush(r, i, f); };
-    o.release = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnRelease(r, i, f); };
+    o.flush = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kFlush);
+      Self(r)->OnFlush(r, i, f);
+    };
+    o.release = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kRelease);
+      Self(r)->OnRelease(r, i, f);
+    };
     o.getlk = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f, struct flock* l) {
+      FuseOpScope scope = Track(r, FuseOp::kGetlk);
       Self(r)->OnGetlk(r, i, f, l);
     };
     o.setlk = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f, struct flock* l, int s) {
+      FuseOpScope scope = Track(r, FuseOp::kSetlk);
       Self(r)->OnSetlk(r, i, f, l, s);
     };
     o.flock = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f, int op) {
+      FuseOpScope scope = Track(r, FuseOp::kFlock);
       Self(r)->OnFlock(r, i, f, op);
     };
     o.fsync = [](fuse_req_t r, fuse_ino_t i, int d, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kFsync);
       Self(r)->OnFsync(r, i, d, f);
     };
     o.fallocate = [](fuse_req_t r, fuse_ino_t i, int m, off_t off, off_t len, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kFallocate);
       Self(r)->OnFallocate(r, i, m, off, len, f);
     };
     o.lseek = [](fuse_req_t r, fuse_ino_t i, off_t off, int w, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kLseek);
       Self(r)->OnLseek(r, i, off, w, f);
     };
-    o.copy_file_range = [](fuse_req_t r, fuse_ino_t ii, off_t oi, fuse_file_info* fi,
-                           fuse_ino_t io, off_t oo, fuse_file_info* fo, size_t n, int fl) {
+    o.copy_file_range = [](fuse_req_t r, fuse_ino_t ii, off_t oi, fuse_file_info* fi, fuse_ino_t io,
+                           off_t oo, fuse_file_info* fo, size_t n, int fl) {
+      FuseOpScope scope = Track(r, FuseOp::kCopyFileRange);
       Self(r)->OnCopyFileRange(r, ii, oi, fi, io, oo, fo, n, fl);
     };
-    o.opendir = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) { Self(r)->OnOpendir(r, i, f); };
+    o.opendir = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kOpendir);
+      Self(r)->OnOpendir(r, i, f);
+    };
     o.readdir = [](fuse_req_t r, fuse_ino_t i, size_t s, off_t off, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kReaddir);
       Self(r)->OnReaddir(r, i, s, off, f);
     };
     o.readdirplus = [](fuse_req_t r, fuse_ino_t i, size_t s, off_t off, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kReaddirplus);
       Self(r)->OnReaddirPlus(r, i, s, off, f);
     };
     o.releasedir = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kReleasedir);
       Self(r)->OnReleasedir(r, i, f);
     };
     o.fsyncdir = [](fuse_req_t r, fuse_ino_t i, int d, fuse_file_info* f) {
+      FuseOpScope scope = Track(r, FuseOp::kFsyncdir);
       Self(r)->OnFsyncdir(r, i, d, f);
     };
-    o.statfs = [](fuse_req_t r, fuse_ino_t i) { Self(r)->OnStatfs(r, i); };
+    o.statfs = [](fuse_req_t r, fuse_ino_t i) {
+      FuseOpScope scope = Track(r, FuseOp::kStatfs);
+      Self(r)->OnStatfs(r, i);
+    };
     o.setxattr = [](fuse_req_t r, fuse_ino_t i, const char* n, const char* v, size_t s, int fl) {
+      FuseOpScope scope = Track(r, FuseOp::kSetxattr);
       Self(r)->OnSetXattr(r, i, n, v, s, fl);
     };
     o.getxattr = [](fuse_req_t r, fuse_ino_t i, const char* n, size_t s) {
+      FuseOpScope scope = Track(r, FuseOp::kGetxattr);
       Self(r)->OnGetXattr(r, i, n, s);
     };
-    o.listxattr = [](fuse_req_t r, fuse_ino_t i, size_t s) { Self(r)->OnListXattr(r, i, s); };
+    o.listxattr = [](fuse_req_t r, fuse_ino_t i, size_t s) {
+      FuseOpScope scope = Track(r, FuseOp::kListxattr);
+      Self(r)->OnListXattr(r, i, s);
+    };
     o.removexattr = [](fuse_req_t r, fuse_ino_t i, const char* n) {
+      FuseOpScope scope = Track(r, FuseOp::kRemovexattr);
       Self(r)->OnRemoveXattr(r, i, n);
     };
     // No access: default_permissions makes the kernel check.

@@ -99,6 +99,7 @@
 
 #include "client/fuse/complete_dirs.h"
 #include "client/fuse/dir_cursor.h"
+#include "client/fuse/fuse_metrics.h"
 #include "client/fuse/node_table.h"
 #include "client/fuse/read_buffers.h"
 #include "client/lib/client.h"
@@ -143,6 +144,10 @@ class FuseOps {
   // What the kernel accepted at INIT (read at each open). REQUIRES: set
   // before the session starts; wire outlives this object.
   void SetWireFlags(const WireFlags* wire) { wire_ = wire; }
+  // Counts every request there (fuse_metrics.h); null = none. REQUIRES: set
+  // before the session starts; m outlives this object.
+  void SetMetrics(FuseMetrics* m) { metrics_ = m; }
+  FuseMetrics* metrics() const { return metrics_; }
 
   const NodeTable& nodes() const { return nodes_; }
   const CompleteDirs& complete_dirs() const { return dirs_; }
@@ -267,6 +272,7 @@ class FuseOps {
 
   std::unique_ptr<client::Client> client_;
   const FuseOptions opts_;
+  FuseMetrics* metrics_ = nullptr;
   NodeTable nodes_;
   CompleteDirs dirs_;
   // READ reply buffers of max_write bytes; 32 idle at most (32 MiB at the

@@ -29,6 +29,8 @@
 #include "client/fuse/mount_args.h"
 #include "client/fuse/wire_flags.h"
 #include "common/log.h"
+#include "common/metrics/http_server.h"
+#include "common/metrics/metrics.h"
 
 namespace sfs::fuse {
 namespace {
@@ -161,8 +163,22 @@ int Run(const MountArgs& a) {
   }
   // Declared before ops and the session, so that it outlives both.
   WireFlags wire;
+  // Metrics (off by default), after the fork: the server has a thread.
+  metrics::Registry registry;
+  std::unique_ptr<FuseMetrics> fuse_metrics;
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_server;
+  if (!a.metrics_listen.empty()) {
+    fuse_metrics = std::make_unique<FuseMetrics>(&registry);
+    auto m = metrics::ServeMetrics(a.metrics_listen, &registry);
+    if (!m.ok()) {
+      std::fprintf(stderr, "sfs-mount: %s\n", m.status().ToString().c_str());
+      return 1;
+    }
+    metrics_server = std::move(*m);
+  }
   FuseOps ops(std::move(*client), a.fuse);
   ops.SetWireFlags(&wire);
+  ops.SetMetrics(fuse_metrics.get());
   std::vector<char*> argv = FuseArgv(a);
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
   fuse_session* se = fuse_session_new(&args, &FuseOps::Table(), sizeof(fuse_lowlevel_ops), &ops);

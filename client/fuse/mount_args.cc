@@ -37,6 +37,7 @@ struct RawArgs {
   int nowireflags = 0;
   int rdwr_cache = 0;
   char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
+  char* metrics_listen = nullptr;  // "-o metrics_listen=HOST:PORT" (malloc'd by fuse_opt)
   // Set by the callback.
   MountArgs* out = nullptr;
   int nonopts = 0;
@@ -65,6 +66,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("nowireflags", nowireflags, 1),
     SFS_OPT("rdwr_cache", rdwr_cache, 1),
     SFS_OPT("transport=%s", transport, 0),
+    SFS_OPT("metrics_listen=%s", metrics_listen, 0),
     FUSE_OPT_KEY("-f", kKeyForeground),
     FUSE_OPT_KEY("-d", kKeyDebug),
     FUSE_OPT_KEY("debug", kKeyDebug),
@@ -154,6 +156,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.client.write_behind_bytes = uint64_t{raw.write_behind_kb} * 1024;
   out.client.write_behind_threads = static_cast<int>(std::max(1u, raw.write_behind_threads));
   out.client.close_delay = std::chrono::milliseconds(raw.close_delay_ms);
+  if (raw.metrics_listen != nullptr) out.metrics_listen = raw.metrics_listen;
   return Status::Ok();
 }
 
@@ -170,6 +173,7 @@ Result<MountArgs> ParseMountArgs(int argc, const char* const* argv) {
   }
   Status st = Finish(raw, out);
   std::free(raw.transport);
+  std::free(raw.metrics_listen);
   if (st.ok()) {
     out.fuse_argv.push_back(argc > 0 ? argv[0] : "sfs-mount");
     out.fuse_argv.push_back("-o");
@@ -217,6 +221,8 @@ std::string MountUsage() {
          "  -o nowireflags          send libfuse's replies as they are: no\n"
          "                          FUSE_DIRECT_IO_ALLOW_MMAP, no FOPEN_PARALLEL_DIRECT_WRITES\n"
          "  -o transport=MODE       auto (default: RDMA per server when it answers), tcp, rdma\n"
+         "  -o metrics_listen=HOST:PORT  serve GET /metrics (Prometheus) there; port 0 picks one\n"
+         "                          and logs `metrics: serving GET /metrics on HOST:PORT`\n"
          "  other -o options go to libfuse (max_read=N, fsname=, ...)\n";
 }
 

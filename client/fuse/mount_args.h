@@ -3,7 +3,7 @@
 // Options of our own (attr_timeout=, entry_timeout=, file_attr_timeout=,
 // file_entry_timeout=,
 // rpc_timeout_ms=, connect_timeout_ms=, max_threads=, max_idle_threads=,
-// read_ahead_kb=, write_behind_kb=, write_behind_threads=, close_delay_ms=,
+// read_ahead_kb=, write_behind_kb=, write_behind_threads=, close_delay_ms=, metrics_listen=,
 // splice_write, noleases, nowireflags) are taken out; every other -o option (allow_other, ro,
 // max_read=, debug, ...) is handed to libfuse, after the defaults we add
 // (default_permissions, fsname=HOST:PORT, subtype=sfs: the mount shows as
@@ -37,6 +37,8 @@ struct MountArgs {
   // The INIT and open flags libfuse 3.14 cannot send (wire_flags.h); off
   // with -o nowireflags.
   bool wire_flags = true;
+  // -o metrics_listen=HOST:PORT: serve GET /metrics there ("" = off).
+  std::string metrics_listen;
   // For fuse_session_new: argv[0], then the -o options.
   std::vector<std::string> fuse_argv;
 };

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "client/lib/fence_epoch.h"
+#include "client/lib/job_id.h"
 #include "client/lib/oss_pool.h"
 #include "common/layout/stripe.h"
 #include "common/log.h"
@@ -175,6 +176,7 @@ std::string Serialize(const Piece& p, uint64_t client_id) {
   req.set_client_id(client_id);
   req.set_xid(p.xid);
   if (Mutates(p)) req.set_fence_epoch(p.epoch);
+  if (!CurrentJob().empty()) req.set_job_id(CurrentJob());  // jobstats (job_id.h)
   switch (p.op) {
     case Piece::Op::kRead:
       req.mutable_read()->set_offset(p.offset);

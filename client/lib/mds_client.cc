@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "client/lib/job_id.h"
 #include "common.pb.h"
 #include "common/log.h"
 #include "mds.pb.h"
@@ -137,6 +138,7 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
   req->set_client_id(client_id_);
   req->set_xid(NextXid());
   if (c != nullptr) ToProto(*c, req->mutable_cred());
+  if (!CurrentJob().empty()) req->set_job_id(CurrentJob());  // jobstats (job_id.h)
   std::vector<DeferredClose> taken = AttachCloses(req);
   const std::string payload = req->SerializeAsString();
   const auto deadline = std::chrono::steady_clock::now() + recovery_timeout_;

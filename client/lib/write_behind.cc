@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "client/lib/io.h"
+#include "client/lib/job_id.h"
 #include "common/log.h"
 
 namespace sfs::client {
@@ -54,6 +55,7 @@ bool WriteBehindQueue::Submit(const std::shared_ptr<File>& f, uint64_t off,
   job->streaming = streaming;
   job->born = last_submit_;
   job->files.push_back(f);
+  job->job = CurrentJob();
   job->off = off;
   job->data.assign(buf.begin(), buf.end());  // the one copy: the kernel's buffer goes away
   job->seq = next_seq_++;
@@ -157,7 +159,7 @@ bool WriteBehindQueue::GatherLocked(const std::shared_ptr<File>& f, uint64_t off
   if (queue_.empty()) return false;
   Job& last = *queue_.back();
   if (last.ino != f->ino_ || last.off + last.data.size() != off ||
-      last.data.size() + buf.size() > kMaxGather) {
+      last.data.size() + buf.size() > kMaxGather || last.job != CurrentJob()) {
     return false;
   }
   last.data.insert(last.data.end(), buf.begin(), buf.end());
@@ -233,7 +235,14 @@ void WriteBehindQueue::Send(std::vector<std::unique_ptr<Job>>& batch) {
     writes[i].off = batch[i]->off;
     writes[i].buf = batch[i]->data;
   }
-  striper_->WriteBatch(writes);
+  // Each run of writes of one job goes as that job's (jobstats), in order:
+  // usually the whole batch is one run.
+  for (size_t begin = 0, end = 0; begin < batch.size(); begin = end) {
+    end = begin + 1;
+    while (end < batch.size() && batch[end]->job == batch[begin]->job) ++end;
+    JobScope scope(batch[begin]->job);
+    striper_->WriteBatch(std::span<Striper::BatchWrite>(writes).subspan(begin, end - begin));
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     const Status& st = writes[i].status;
     if (st.ok()) continue;

@@ -116,6 +116,7 @@ class WriteBehindQueue {
     // The handles whose writes it carries (one, or more when gathered): a
     // failure is remembered on each.
     std::vector<std::shared_ptr<File>> files;
+    std::string job;  // CurrentJob() of the writer (job_id.h): sent with its data
     uint64_t seq = 0;
     uint64_t off = 0;
     std::vector<uint8_t> data;
