@@ -23,11 +23,43 @@
 namespace sfs::fuse {
 
 enum class FuseOp : uint8_t {
-  kLookup, kForget, kForgetMulti, kGetattr, kSetattr, kReadlink, kMknod, kMkdir, kUnlink,
-  kRmdir, kSymlink, kRename, kLink, kOpen, kCreate, kRead, kWriteBuf, kFlush, kRelease,
-  kGetlk, kSetlk, kFlock, kFsync, kFallocate, kLseek, kCopyFileRange, kOpendir, kReaddir,
-  kReaddirplus, kReleasedir, kFsyncdir, kStatfs, kSetxattr, kGetxattr, kListxattr,
-  kRemovexattr, kCount
+  kLookup,
+  kForget,
+  kForgetMulti,
+  kGetattr,
+  kSetattr,
+  kReadlink,
+  kMknod,
+  kMkdir,
+  kUnlink,
+  kRmdir,
+  kSymlink,
+  kRename,
+  kLink,
+  kOpen,
+  kCreate,
+  kRead,
+  kWriteBuf,
+  kFlush,
+  kRelease,
+  kGetlk,
+  kSetlk,
+  kFlock,
+  kFsync,
+  kFallocate,
+  kLseek,
+  kCopyFileRange,
+  kOpendir,
+  kReaddir,
+  kReaddirplus,
+  kReleasedir,
+  kFsyncdir,
+  kStatfs,
+  kSetxattr,
+  kGetxattr,
+  kListxattr,
+  kRemovexattr,
+  kCount
 };
 
 class FuseMetrics {

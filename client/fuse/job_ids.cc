@@ -10,7 +10,7 @@
 namespace sfs::fuse {
 namespace {
 
-constexpr size_t kMaxCached = 1024;    // pids per thread; then the cache starts over
+constexpr size_t kMaxCached = 1024;      // pids per thread; then the cache starts over
 constexpr size_t kMaxEnviron = 1 << 20;  // bytes of environ read at most
 
 int64_t CoarseNowMs() {

@@ -5,12 +5,15 @@
 // is bounded by the per-connection deadline, not by a thread of its own.
 #include "common/metrics/http_server.h"
 
-#include <thread>
-
-#include "common/net/asio.h"  // first: it fixes an include order of Boost 1.74's asio
-
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "common/log.h"
+#include "common/metrics/metrics.h"
+#include "common/net/asio.h"  // before Beast: it works around an include bug of Boost 1.74
 
 namespace sfs::metrics {
 
@@ -93,10 +96,11 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   tcp::endpoint ep = *endpoints.begin();
   if (impl->acceptor.open(ep.protocol(), ec) ||
       impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec) ||
-      impl->acceptor.bind(ep, ec) || impl->acceptor.listen(asio::socket_base::max_listen_connections, ec)) {
-    return Status::Errno(ec.value() != 0 ? ec.value() : EIO,
-                         "metrics: cannot listen on " + host + ":" + std::to_string(port) + ": " +
-                             ec.message());
+      impl->acceptor.bind(ep, ec) ||
+      impl->acceptor.listen(asio::socket_base::max_listen_connections, ec)) {
+    return Status::Errno(
+        ec.value() != 0 ? ec.value() : EIO,
+        "metrics: cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
   }
   Impl* p = impl.get();
   asio::co_spawn(p->io, p->AcceptLoop(), asio::detached);
@@ -116,6 +120,26 @@ MetricsHttpServer::~MetricsHttpServer() {
 uint16_t MetricsHttpServer::port() const {
   boost::system::error_code ec;
   return impl_->acceptor.local_endpoint(ec).port();
+}
+
+Result<std::unique_ptr<MetricsHttpServer>> ServeMetrics(const std::string& listen,
+                                                        const Registry* registry) {
+  size_t colon = listen.rfind(':');
+  char* end = nullptr;
+  long port = colon == std::string::npos ? -1 : std::strtol(listen.c_str() + colon + 1, &end, 10);
+  if (colon == std::string::npos || colon == 0 || port < 0 || port > 65535 || *end != '\0' ||
+      end == listen.c_str() + colon + 1) {
+    return Status::Errno(EINVAL, "--metrics-listen: not HOST:PORT: " + listen);
+  }
+  std::string host = listen.substr(0, colon);
+  SFS_ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> server,
+                       MetricsHttpServer::Start(host, static_cast<uint16_t>(port),
+                                                [registry] { return registry->Render(); }));
+  std::string addr = host + ":" + std::to_string(server->port());
+  LOG_INFO("metrics: serving GET /metrics on " << addr);
+  std::printf("METRICS %s\n", addr.c_str());
+  std::fflush(stdout);
+  return server;
 }
 
 Result<std::string> HttpGet(const std::string& host_port, const std::string& path,
@@ -151,8 +175,8 @@ Result<std::string> HttpGet(const std::string& host_port, const std::string& pat
     return Status::Errno(code, host_port + ": " + ec.message());
   }
   if (res.result() != http::status::ok) {
-    return Status::Errno(EPROTO, host_port + path + ": HTTP " +
-                                     std::to_string(static_cast<int>(res.result_int())));
+    return Status::Errno(
+        EPROTO, host_port + path + ": HTTP " + std::to_string(static_cast<int>(res.result_int())));
   }
   return std::move(res.body());
 }

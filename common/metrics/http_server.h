@@ -46,6 +46,15 @@ class MetricsHttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// What a daemon's --metrics-listen HOST:PORT does: starts the server on that
+// address serving registry->Render(), logs the address it got and prints
+// `METRICS host:port` on stdout (tests and scripts read the port of a
+// --metrics-listen ...:0 from it). EINVAL for an address that is not
+// HOST:PORT. REQUIRES: registry outlives the server.
+class Registry;
+Result<std::unique_ptr<MetricsHttpServer>> ServeMetrics(const std::string& listen,
+                                                        const Registry* registry);
+
 // GET http://host:port/path; the body on status 200, else an error naming the
 // status (ECONNREFUSED, ETIMEDOUT ... for the connection).
 Result<std::string> HttpGet(const std::string& host_port, const std::string& path,

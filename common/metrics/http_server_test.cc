@@ -70,8 +70,8 @@ TEST(MetricsExpositionTest, PromtoolCheckMetricsAcceptsTheRegistrysOutput) {
   Registry r;
   r.AddCounter("sfs_test_requests_total", "Requests by op.", {"op"}).With({"read"}).Inc(2);
   r.AddGauge("sfs_test_inflight_requests", "In flight.").With({}).Set(3);
-  Histogram& h = r.AddHistogram("sfs_test_request_duration_seconds", "Latency.", {"op"})
-                     .With({"read"});
+  Histogram& h =
+      r.AddHistogram("sfs_test_request_duration_seconds", "Latency.", {"op"}).With({"read"});
   h.ObserveNanos(123'456);
   JobStats jobs("sfs_test_job");
   jobs.Add("a \"quoted\\ job\n", 1, 2);

@@ -31,7 +31,8 @@ thread_local size_t cache_next = 0;
 }  // namespace
 
 JobStats::JobStats(std::string prefix, size_t max_jobs)
-    : prefix_(std::move(prefix)), max_jobs_(max_jobs == 0 ? 1 : max_jobs),
+    : prefix_(std::move(prefix)),
+      max_jobs_(max_jobs == 0 ? 1 : max_jobs),
       id_(next_table_id.fetch_add(1)) {
   other_.job = "other";
 }
@@ -119,7 +120,8 @@ void JobStats::Render(Writer& w) const {
     std::string name = prefix_ + m.suffix;
     w.Family(name, m.help, "counter");
     for (const Slot& s : slots_) {
-      if (!s.job.empty()) w.Sample(name, {{"job", s.job}}, (s.*m.field).load(std::memory_order_relaxed));
+      if (!s.job.empty())
+        w.Sample(name, {{"job", s.job}}, (s.*m.field).load(std::memory_order_relaxed));
     }
     uint64_t other = (other_.*m.field).load(std::memory_order_relaxed);
     if (other != 0) w.Sample(name, {{"job", "other"}}, other);

@@ -57,12 +57,12 @@ class JobStats {
 
   const std::string prefix_;
   const size_t max_jobs_;
-  const uint64_t id_;  // tells thread-local caches of different tables apart
+  const uint64_t id_;                    // tells thread-local caches of different tables apart
   std::atomic<uint64_t> generation_{0};  // bumped at each eviction
   mutable std::mutex mu_;
-  std::deque<Slot> slots_;                          // GUARDED_BY(mu_); never shrinks
-  std::unordered_map<std::string, Slot*> by_job_;   // GUARDED_BY(mu_)
-  Slot other_;                                      // folded counts (its job = "other")
+  std::deque<Slot> slots_;                         // GUARDED_BY(mu_); never shrinks
+  std::unordered_map<std::string, Slot*> by_job_;  // GUARDED_BY(mu_)
+  Slot other_;                                     // folded counts (its job = "other")
 };
 
 }  // namespace sfs::metrics

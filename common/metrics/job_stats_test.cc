@@ -33,7 +33,7 @@ TEST(JobStatsTest, CountsOpsAndBytesPerJob) {
 
 TEST(JobStatsTest, MoreJobsThanTheBoundFoldTheLeastRecentIntoOther) {
   JobStats j("t", 3);
-  for (int i = 0; i < 3; ++i) j.Add("j" + std::to_string(i), 10, 0);
+  for (const char* job : {"j0", "j1", "j2"}) j.Add(job, 10, 0);
   j.Add("j3", 1, 0);  // evicts one of j0..j2 (all used in the same ms: any)
   EXPECT_EQ(j.tracked(), 3u);
   std::string out = Render(j);
@@ -68,7 +68,8 @@ TEST(JobStatsTest, ManyThreadsAndJobsOverTheBoundLoseNothing) {
   for (auto& t : threads) t.join();
   std::string out = Render(j);
   uint64_t ops = 0, wb = 0;
-  for (auto [name, sum] : {std::pair{"t_ops_total{", &ops}, std::pair{"t_write_bytes_total{", &wb}}) {
+  for (auto [name, sum] :
+       {std::pair{"t_ops_total{", &ops}, std::pair{"t_write_bytes_total{", &wb}}) {
     size_t pos = 0;
     while ((pos = out.find(name, pos)) != std::string::npos) {
       pos = out.find("} ", pos) + 2;

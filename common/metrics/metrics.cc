@@ -27,10 +27,14 @@ bool ValidName(std::string_view s) {
 // HELP text escapes \ and newline; label values also escape ".
 void AppendEscaped(std::string* out, std::string_view s, bool quote) {
   for (char c : s) {
-    if (c == '\\') out->append("\\\\");
-    else if (c == '\n') out->append("\\n");
-    else if (quote && c == '"') out->append("\\\"");
-    else out->push_back(c);
+    if (c == '\\')
+      out->append("\\\\");
+    else if (c == '\n')
+      out->append("\\n");
+    else if (quote && c == '"')
+      out->append("\\\"");
+    else
+      out->push_back(c);
   }
 }
 
@@ -105,7 +109,7 @@ void Writer::Sample(std::string_view name, const Labels& labels, uint64_t value)
 }
 
 void Writer::HistogramSamples(std::string_view name, const Labels& labels,
-                       const Histogram::Snapshot& s) {
+                              const Histogram::Snapshot& s) {
   std::string n(name);
   uint64_t cumulative = 0;
   for (size_t i = 0; i < s.buckets.size(); ++i) {
@@ -201,10 +205,14 @@ std::string Registry::Render() const {
   Writer w;
   std::lock_guard<std::mutex> lock(mu_);
   for (const Entry& e : entries_) {
-    if (e.counter) e.counter->Render(w);
-    else if (e.gauge) e.gauge->Render(w);
-    else if (e.histogram) e.histogram->Render(w);
-    else e.collector(w);
+    if (e.counter)
+      e.counter->Render(w);
+    else if (e.gauge)
+      e.gauge->Render(w);
+    else if (e.histogram)
+      e.histogram->Render(w);
+    else
+      e.collector(w);
   }
   return w.Take();
 }

@@ -56,15 +56,16 @@ class Gauge {
 class Histogram {
  public:
   static constexpr std::array<uint64_t, 19> kBoundsNs = {
-      10'000,        25'000,        50'000,         100'000,      250'000,
-      500'000,       1'000'000,     2'500'000,      5'000'000,    10'000'000,
-      25'000'000,    50'000'000,    100'000'000,    250'000'000,  500'000'000,
+      10'000,        25'000,        50'000,        100'000,       250'000,
+      500'000,       1'000'000,     2'500'000,     5'000'000,     10'000'000,
+      25'000'000,    50'000'000,    100'000'000,   250'000'000,   500'000'000,
       1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
 
   void ObserveNanos(uint64_t ns);
 
   struct Snapshot {
-    std::array<uint64_t, kBoundsNs.size() + 1> buckets{};  // per bucket, not cumulative; last = +Inf
+    std::array<uint64_t, kBoundsNs.size() + 1>
+        buckets{};  // per bucket, not cumulative; last = +Inf
     uint64_t count = 0;
     uint64_t sum_ns = 0;
   };
@@ -117,8 +118,7 @@ class Registry {
  public:
   Family<Counter>& AddCounter(std::string name, std::string help,
                               std::vector<std::string> labels = {});
-  Family<Gauge>& AddGauge(std::string name, std::string help,
-                          std::vector<std::string> labels = {});
+  Family<Gauge>& AddGauge(std::string name, std::string help, std::vector<std::string> labels = {});
   Family<Histogram>& AddHistogram(std::string name, std::string help,
                                   std::vector<std::string> labels = {});
   // Called at every scrape, on the scraping thread, for values computed then

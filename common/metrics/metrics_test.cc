@@ -63,8 +63,7 @@ TEST(MetricsTest, HistogramBucketsAreCumulativeAndEndWithInf) {
   EXPECT_NE(out.find("lat_seconds_bucket{op=\"read\",le=\"5e-05\"} 3\n"), std::string::npos);
   EXPECT_NE(out.find("lat_seconds_bucket{op=\"read\",le=\"10\"} 3\n"), std::string::npos);
   EXPECT_NE(out.find("lat_seconds_bucket{op=\"read\",le=\"+Inf\"} 4\n"), std::string::npos);
-  EXPECT_NE(out.find("lat_seconds_sum{op=\"read\"} 20.000045\n"), std::string::npos)
-      << out;
+  EXPECT_NE(out.find("lat_seconds_sum{op=\"read\"} 20.000045\n"), std::string::npos) << out;
   EXPECT_NE(out.find("lat_seconds_count{op=\"read\"} 4\n"), std::string::npos);
 }
 

@@ -20,9 +20,9 @@ OssMetrics::OssMetrics(metrics::Registry* r) : registry_(r) {
       &r->AddCounter("sfs_oss_write_bytes_total", "Bytes of object data written.").With({});
   inflight_requests_ =
       &r->AddGauge("sfs_oss_inflight_requests", "Requests being handled now.").With({});
-  inflight_bytes_ = &r->AddGauge("sfs_oss_inflight_bytes",
-                                 "Bytes of data held by requests being handled now.")
-                         .With({});
+  inflight_bytes_ =
+      &r->AddGauge("sfs_oss_inflight_bytes", "Bytes of data held by requests being handled now.")
+           .With({});
   const google::protobuf::OneofDescriptor* oneof =
       proto::OssRequest::descriptor()->FindOneofByName("op");
   for (int i = 0; i < oneof->field_count(); ++i) {
@@ -36,8 +36,8 @@ OssMetrics::OssMetrics(metrics::Registry* r) : registry_(r) {
   r->AddCollector([this](metrics::Writer& w) { jobs_.Render(w); });
 }
 
-void OssMetrics::Record(int op, int code, uint64_t nanos, uint64_t read_bytes,
-                        uint64_t write_bytes, std::string_view job) {
+void OssMetrics::Record(int op, int code, uint64_t nanos, uint64_t read_bytes, uint64_t write_bytes,
+                        std::string_view job) {
   if (op < 0 || op >= kMaxOp || ops_[op].requests == nullptr) op = 0;
   ops_[op].requests->Inc();
   ops_[op].latency->ObserveNanos(nanos);
@@ -78,8 +78,8 @@ void OssMetrics::AddTargets(std::function<std::unordered_map<uint32_t, ObjectSto
       w.Family(c.name, c.help, "gauge");
       for (const Row& r : rows) {
         if (!r.space.ok()) continue;
-        uint64_t v = c.field != nullptr ? (*r.space).*c.field
-                                        : r.space->total_bytes - r.space->free_bytes;
+        uint64_t v =
+            c.field != nullptr ? (*r.space).*c.field : r.space->total_bytes - r.space->free_bytes;
         w.Sample(c.name, {{"ost", r.ost}}, static_cast<double>(v));
       }
     }

@@ -148,6 +148,7 @@ std::vector<std::string> TestCluster::MdsArgv(const std::string& listen) const {
                                    "--client-timeout-ms", std::to_string(opts_.client_timeout_ms),
                                    "--ost-timeout-ms", std::to_string(opts_.ost_timeout_ms)};
   argv.insert(argv.end(), opts_.mds_args.begin(), opts_.mds_args.end());
+  if (opts_.metrics) argv.insert(argv.end(), {"--metrics-listen", "127.0.0.1:0"});
   return argv;
 }
 
@@ -156,6 +157,7 @@ std::vector<std::string> TestCluster::OssArgv(int oss, const std::string& listen
                                    "--listen", listen, "--heartbeat-ms",
                                    std::to_string(opts_.heartbeat_ms)};
   argv.insert(argv.end(), opts_.oss_args.begin(), opts_.oss_args.end());
+  if (opts_.metrics) argv.insert(argv.end(), {"--metrics-listen", "127.0.0.1:0"});
   return argv;
 }
 
@@ -186,6 +188,10 @@ Status TestCluster::StartDaemon(Daemon* d, std::vector<std::string> argv) {
     if (line.ok() && line->rfind("LISTENING ", 0) == 0) {
       d->address = line->substr(10);
       return Status::Ok();
+    }
+    if (line.ok() && line->rfind("METRICS ", 0) == 0) {  // printed before LISTENING
+      d->metrics_address = line->substr(8);
+      continue;
     }
     if (line.ok()) continue;  // not the handshake; keep reading
     std::string why = line.status().code() == ETIMEDOUT ? "did not print LISTENING in time"

@@ -54,6 +54,9 @@ struct ClusterOptions {
   std::string ost_parent;
   std::vector<std::string> mds_args;  // appended to every sfs-mds command line
   std::vector<std::string> oss_args;  // appended to every sfs-oss command line
+  // Every daemon serves GET /metrics on a port it picks (--metrics-listen
+  // 127.0.0.1:0); see mds_metrics_address().
+  bool metrics = false;
 };
 
 class TestCluster {
@@ -75,6 +78,9 @@ class TestCluster {
   std::string mds_dir() const;
   std::string ost_dir(int oss) const;
   std::string oss_address(int oss) const { return oss_[oss].address; }
+  // With ClusterOptions::metrics: where GET /metrics answers ("host:port").
+  const std::string& mds_metrics_address() const { return mds_.metrics_address; }
+  std::string oss_metrics_address(int oss) const { return oss_[oss].metrics_address; }
 
   Status KillMds(int sig = SIGKILL);
   Status RestartMds();
@@ -114,6 +120,7 @@ class TestCluster {
   struct Daemon {
     std::string name;      // "mds", "oss0"...
     std::string address;   // "127.0.0.1:port" once listening
+    std::string metrics_address;  // from its `METRICS host:port` line, if any
     std::unique_ptr<Subprocess> proc;
     bool killed = false;   // by KillMds/KillOss, so its exit is expected
   };
