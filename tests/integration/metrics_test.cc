@@ -5,6 +5,7 @@
 // errno, and Debian's promtool accepts every daemon's exposition.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -12,6 +13,7 @@
 
 #include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
+#include "tests/integration/mini_json.h"
 
 namespace sfs::testing {
 namespace {
@@ -73,6 +75,12 @@ class MetricsTest : public SharedClusterTest<MetricsTest> {
     ASSERT_EQ(RunShell("env SFS_JOBID=" + job + " sh -c '" + cmd + "'", &out), 0) << out;
   }
   std::string Dir() { return mount(0); }
+  // Every endpoint, MDS first, then the OSSes, as sfs stats/top arguments.
+  std::string Endpoints() {
+    std::string s = cluster().mds_metrics_address();
+    for (int i = 0; i < cluster().num_oss(); ++i) s += " " + cluster().oss_metrics_address(i);
+    return s;
+  }
 
   static inline std::string mount_metrics_;
 };
@@ -135,6 +143,62 @@ TEST_F(MetricsTest, OssReportsEachOstsSpaceAndState) {
     EXPECT_TRUE(std::regex_search(m, std::regex("\nsfs_ost_free_bytes\\{ost=\"\\d+\"\\} [1-9]")))
         << m;
   }
+}
+
+TEST_F(MetricsTest, SfsStatsJsonSumsEachEndpointAndItsJobs) {
+  RunAsJob("jobD", "head -c 12345 /dev/zero > " + Dir() + "/d && sync " + Dir() + "/d");
+  std::string out;
+  ASSERT_EQ(RunShell(SfsBinary() + " stats --json " + Endpoints(), &out), 0) << out;
+  std::optional<Json> j = Json::Parse(out);
+  ASSERT_TRUE(j.has_value()) << out;
+  const std::vector<Json>& eps = (*j)["endpoints"].arr;
+  ASSERT_EQ(eps.size(), 1u + cluster().num_oss()) << out;
+  EXPECT_EQ(eps[0]["kind"].str, "mds");
+  EXPECT_GE(eps[0]["ops"]["create"]["requests"].num, 1.0) << out;
+  double job_bytes = 0;
+  for (size_t i = 1; i < eps.size(); ++i) {
+    EXPECT_EQ(eps[i]["kind"].str, "oss") << out;
+    EXPECT_TRUE(eps[i]["ok"].b) << out;
+    job_bytes += eps[i]["jobs"]["jobD"]["write_bytes"].num;
+  }
+  EXPECT_EQ(job_bytes, 12345.0) << out;
+}
+
+TEST_F(MetricsTest, SfsStatsOfADeadEndpointIsAOneLineErrorAndExit1) {
+  std::string out;
+  EXPECT_EQ(RunShell(SfsBinary() + " stats 127.0.0.1:1 2>&1", &out), 1) << out;
+  EXPECT_NE(out.find("sfs stats: 127.0.0.1:1: "), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+}
+
+// Under a pseudo-terminal (script(1)), two refreshes while a job writes: the
+// screen is cleared with ANSI codes and shows the job and every OSS.
+TEST_F(MetricsTest, SfsTopShowsPerOssAndPerJobRatesOnATerminal) {
+  std::string out;
+  std::string top = SfsBinary() + " top --iterations 2 --interval-ms 300 " + Endpoints();
+  std::string writer =
+      "env SFS_JOBID=jobT sh -c 'for i in 1 2 3 4 5 6 7 8; do head -c 262144 "
+      "/dev/urandom > " +
+      Dir() + "/t$i; sync " + Dir() + "/t$i; done' &";
+  ASSERT_EQ(RunShell(writer + " script -qfec '" + top + "' /dev/null; wait", &out), 0) << out;
+  EXPECT_GE(std::count(out.begin(), out.end(), '\x1b'), 4) << out;  // 2 x "ESC[H ESC[2J"
+  EXPECT_NE(out.find("sfs top - "), std::string::npos) << out;
+  EXPECT_NE(out.find("JOB (OSS I/O)"), std::string::npos) << out;
+  for (int i = 0; i < cluster().num_oss(); ++i) {
+    EXPECT_NE(out.find(cluster().oss_metrics_address(i)), std::string::npos) << out;
+  }
+  EXPECT_NE(out.find("jobT"), std::string::npos) << out;
+}
+
+TEST_F(MetricsTest, SfsTopOnceWithoutATerminalPrintsOnePlainFrame) {
+  std::string out;
+  ASSERT_EQ(
+      RunShell(SfsBinary() + " top --once --interval-ms 100 " + Endpoints() + " < /dev/null", &out),
+      0)
+      << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_NE(out.find(cluster().mds_metrics_address() + " "), std::string::npos) << out;
+  EXPECT_NE(out.find(" mds "), std::string::npos) << out;
 }
 
 // promtool check metrics: the real Prometheus linter, on every endpoint.

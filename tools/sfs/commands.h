@@ -17,6 +17,8 @@ int RunFind(int argc, char** argv);
 int RunPool(int argc, char** argv);
 int RunMigrate(int argc, char** argv);
 int RunFsck(int argc, char** argv);  // exit 0 clean, 1 problems, 2 usage, 8 error
+int RunStats(int argc, char** argv);  // stats.cc: one scrape of the /metrics endpoints
+int RunTop(int argc, char** argv);    // top.cc: a live view of them
 
 // Shared by the commands: prints "sfs CMD: what: reason" and returns 1.
 int Fail(const std::string& cmd, const std::string& what, const Status& st);

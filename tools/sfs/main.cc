@@ -25,6 +25,8 @@ constexpr const char* kUsage =
     "  pool create|add|remove|list|destroy NAME [OST_INDEX...]        OST pools\n"
     "  migrate [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] FILE...  restripe files with data\n"
     "  fsck --mds-data DIR [--ost DIR]... [--repair] | --mds HOST:PORT  check the file system\n"
+    "  stats [--json] METRICS_HOST:PORT...                            the daemons' metrics, once\n"
+    "  top [--once] METRICS_HOST:PORT...                              live per-OSS/per-job rates\n"
     "\n"
     "Run 'sfs COMMAND --help' for a command's options and examples.\n";
 
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
   if (cmd == "pool") return RunPool(sub_argc, sub_argv);
   if (cmd == "migrate") return RunMigrate(sub_argc, sub_argv);
   if (cmd == "fsck") return RunFsck(sub_argc, sub_argv);
+  if (cmd == "stats") return RunStats(sub_argc, sub_argv);
+  if (cmd == "top") return RunTop(sub_argc, sub_argv);
   std::fprintf(stderr, "sfs: unknown command '%s' (try 'sfs --help')\n", cmd.c_str());
   return 2;
 }

@@ -1,0 +1,92 @@
+// `sfs stats`: one scrape of each daemon's GET /metrics, summed up (JSON for
+// scripts, or a few lines per endpoint).
+#include <getopt.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/sfs/commands.h"
+#include "tools/sfs/scrape.h"
+
+namespace sfs::tools {
+namespace {
+
+constexpr const char* kStatsHelp =
+    "usage: sfs stats [--json] METRICS_HOST:PORT...\n"
+    "\n"
+    "Scrapes the GET /metrics endpoints of sfs-mds, sfs-oss and sfs-mount (their\n"
+    "--metrics-listen / -o metrics_listen addresses) once and prints, per endpoint, its\n"
+    "kind, requests, latency, bytes, errors by op and errno, and per-job ops and bytes.\n"
+    "Exits 1 if an endpoint cannot be scraped (the others are still printed).\n"
+    "\n"
+    "  --json   "
+    "{\"endpoints\":[{\"address\",\"kind\",\"ok\",\"requests\",\"latency_seconds_sum\",\n"
+    "           \"latency_count\",\"read_bytes\",\"write_bytes\",\"ops\":{OP:{...}},\n"
+    "           \"errors\":{\"OP "
+    "ERRNO\":N},\"jobs\":{JOB:{\"ops\",\"read_bytes\",\"write_bytes\"}}}]}\n"
+    "\n"
+    "examples:\n"
+    "  sfs stats --json 10.0.0.1:9100 10.0.0.2:9100\n";
+
+void PrintText(const EndpointStats& e) {
+  if (!e.status.ok()) {
+    std::printf("%s: %s\n", e.address.c_str(), e.status.ToString().c_str());
+    return;
+  }
+  OpFigures t = e.Total();
+  std::printf("%s (%s): requests %.0f, mean latency %.3f ms, read %.0f B, written %.0f B\n",
+              e.address.c_str(), e.kind.c_str(), t.requests,
+              t.latency_count > 0 ? 1000 * t.latency_sum / t.latency_count : 0.0, e.read_bytes,
+              e.write_bytes);
+  for (const auto& [key, n] : e.errors) std::printf("  errors %s: %.0f\n", key.c_str(), n);
+  for (const auto& [job, f] : e.jobs) {
+    std::printf("  job %s: ops %.0f, read %.0f B, written %.0f B\n", job.c_str(), f.ops,
+                f.read_bytes, f.write_bytes);
+  }
+}
+
+}  // namespace
+
+int RunStats(int argc, char** argv) {
+  static const option kLong[] = {{"json", no_argument, nullptr, 'J'},
+                                 {"help", no_argument, nullptr, 1000},
+                                 {nullptr, 0, nullptr, 0}};
+  bool json = false;
+  optind = 1;
+  int opt;
+  while ((opt = getopt_long(argc, argv, "", kLong, nullptr)) != -1) {
+    if (opt == 'J') {
+      json = true;
+    } else if (opt == 1000) {
+      std::fputs(kStatsHelp, stdout);
+      return 0;
+    } else {
+      std::fputs(kStatsHelp, stderr);
+      return 2;
+    }
+  }
+  if (optind >= argc) {
+    std::fputs("sfs stats: no METRICS_HOST:PORT given\n", stderr);
+    return 2;
+  }
+  std::vector<EndpointStats> all;
+  int rc = 0;
+  for (int i = optind; i < argc; ++i) {
+    all.push_back(Scrape(argv[i]));
+    if (!all.back().status.ok()) {
+      if (!json) Fail("stats", argv[i], all.back().status);
+      rc = 1;
+    }
+  }
+  if (json) {
+    std::fputs(StatsJson(all).c_str(), stdout);
+  } else {
+    for (const EndpointStats& e : all) {
+      if (e.status.ok()) PrintText(e);
+    }
+  }
+  return rc;
+}
+
+}  // namespace sfs::tools
