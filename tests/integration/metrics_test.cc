@@ -174,6 +174,9 @@ TEST_F(MetricsTest, SfsStatsOfADeadEndpointIsAOneLineErrorAndExit1) {
 // Under a pseudo-terminal (script(1)), two refreshes while a job writes: the
 // screen is cleared with ANSI codes and shows the job and every OSS.
 TEST_F(MetricsTest, SfsTopShowsPerOssAndPerJobRatesOnATerminal) {
+  // jobT has written before the first scrape, so both frames list it; it
+  // keeps writing while top runs.
+  RunAsJob("jobT", "head -c 4096 /dev/urandom > " + Dir() + "/t0 && sync " + Dir() + "/t0");
   std::string out;
   std::string top = SfsBinary() + " top --iterations 2 --interval-ms 300 " + Endpoints();
   std::string writer =
