@@ -289,6 +289,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
       return 1;
     }
     metrics_server = std::move(*m);
+    service.set_metrics_address(metrics_server->address());
   }
   rpc::ServerOptions sopts;
   sopts.host = host;

@@ -230,6 +230,7 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   RegistrarOptions ropts;
   ropts.self_address = flags.advertise.empty() ? *self : flags.advertise;
   ropts.heartbeat_interval = std::chrono::milliseconds(flags.heartbeat_ms);
+  if (metrics_server) ropts.metrics_address = metrics_server->address();
   Registrar registrar(ropts, raw, io->MakeTcpChannel(flags.mds), on_registered);
   LOG_INFO("serving " << raw.size() << " OST(s) on " << *self << " as " << ropts.self_address
                        << ", MDS " << flags.mds);

@@ -828,8 +828,8 @@ Status Client::SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bo
   return impl_->mds->SetLayout(c, ino, spec, clear);
 }
 
-Result<std::vector<OstStatus>> Client::ListOsts() {
-  SFS_ASSIGN_OR_RETURN(std::vector<OstStatus> osts, impl_->mds->GetOstMap());
+Result<std::vector<OstStatus>> Client::ListOsts(std::string* mds_metrics) {
+  SFS_ASSIGN_OR_RETURN(std::vector<OstStatus> osts, impl_->mds->GetOstMap(mds_metrics));
   for (OstStatus& o : osts) o.transport = impl_->pool->TransportOf(o.address);
   return osts;
 }

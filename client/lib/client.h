@@ -173,6 +173,7 @@ struct OstStatus {
   // How this client's connection to the OSS goes: "tcp", "rdma", or "-" when
   // it has no channel to that address (yet).
   std::string transport = "-";
+  std::string metrics_address;  // the OSS's GET /metrics ("" = none)
 };
 
 // An OST pool: a named set of OSTs that layouts may name (LayoutSpec::pool).
@@ -357,7 +358,8 @@ class Client {
   // Directory: set its default (clear = remove it). Empty regular file: replace its layout.
   Status SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear);
 
-  Result<std::vector<OstStatus>> ListOsts();
+  // mds_metrics (optional): the MDS's GET /metrics address ("" = none).
+  Result<std::vector<OstStatus>> ListOsts(std::string* mds_metrics = nullptr);
 
   // OST pools, kept by the MDS. ListPools: every pool, or only `name` (ENOENT
   // if it does not exist). Changes need root (EPERM). Create: EEXIST if it

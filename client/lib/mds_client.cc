@@ -75,6 +75,7 @@ OstStatus FromProto(const proto::OstInfo& p) {
   o.free_bytes = p.free_bytes();
   o.avail_bytes = p.avail_bytes();
   o.last_heartbeat_ms = p.last_heartbeat_ms();
+  o.metrics_address = p.metrics_address();
   return o;
 }
 
@@ -571,7 +572,7 @@ Status MdsClient::SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec,
   return Call(&c, &req, &resp);
 }
 
-Result<std::vector<OstStatus>> MdsClient::GetOstMap() {
+Result<std::vector<OstStatus>> MdsClient::GetOstMap(std::string* mds_metrics) {
   proto::MdsRequest req;
   req.mutable_get_ost_map();
   proto::MdsResponse resp;
@@ -579,6 +580,7 @@ Result<std::vector<OstStatus>> MdsClient::GetOstMap() {
   std::vector<OstStatus> out;
   out.reserve(resp.get_ost_map().osts_size());
   for (const proto::OstInfo& o : resp.get_ost_map().osts()) out.push_back(FromProto(o));
+  if (mds_metrics != nullptr) *mds_metrics = resp.get_ost_map().mds_metrics_address();
   return out;
 }
 

@@ -175,7 +175,7 @@ class MdsClient {
 
   Result<LayoutSpec> GetLayout(const Cred& c, uint64_t ino);
   Status SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear);
-  Result<std::vector<OstStatus>> GetOstMap();
+  Result<std::vector<OstStatus>> GetOstMap(std::string* mds_metrics = nullptr);
 
   // One PoolReq; c may be null for kList. The pools listed (kList only).
   Result<std::vector<PoolInfo>> Pool(const Cred* c, PoolOp op, std::string_view name,

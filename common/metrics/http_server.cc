@@ -68,6 +68,7 @@ struct MetricsHttpServer::Impl {
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   std::function<std::string()> render;
+  std::string host;
   std::thread thread;
 
   awaitable<void> AcceptLoop() {
@@ -87,6 +88,7 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const std::string& host, uint16_t port, std::function<std::string()> render) {
   auto impl = std::make_unique<Impl>();
   impl->render = std::move(render);
+  impl->host = host;
   boost::system::error_code ec;
   tcp::resolver resolver(impl->io);
   auto endpoints = resolver.resolve(host, std::to_string(port), ec);
@@ -117,6 +119,10 @@ MetricsHttpServer::~MetricsHttpServer() {
   impl_->thread.join();
 }
 
+std::string MetricsHttpServer::address() const {
+  return impl_->host + ":" + std::to_string(port());
+}
+
 uint16_t MetricsHttpServer::port() const {
   boost::system::error_code ec;
   return impl_->acceptor.local_endpoint(ec).port();
@@ -135,7 +141,7 @@ Result<std::unique_ptr<MetricsHttpServer>> ServeMetrics(const std::string& liste
   SFS_ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> server,
                        MetricsHttpServer::Start(host, static_cast<uint16_t>(port),
                                                 [registry] { return registry->Render(); }));
-  std::string addr = host + ":" + std::to_string(server->port());
+  std::string addr = server->address();
   LOG_INFO("metrics: serving GET /metrics on " << addr);
   std::printf("METRICS %s\n", addr.c_str());
   std::fflush(stdout);

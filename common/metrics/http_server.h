@@ -38,6 +38,8 @@ class MetricsHttpServer {
                                                           std::function<std::string()> render);
   ~MetricsHttpServer();  // stops serving and joins the thread
   uint16_t port() const;
+  // "host:port" as bound (the host as given to Start).
+  std::string address() const;
 
   struct Impl;
   explicit MetricsHttpServer(std::unique_ptr<Impl> impl);

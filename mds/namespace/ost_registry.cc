@@ -83,6 +83,7 @@ Result<std::vector<uint32_t>> OstRegistry::Register(const std::string& address,
     }
     bool changed = o->address != address || it == osts_.end();
     o->address = address;
+    o->metrics_address = r.metrics_address;
     o->stats = r.stats;
     o->up = true;
     o->last_heartbeat_ms = now_ms;
@@ -102,6 +103,7 @@ Status OstRegistry::Heartbeat(const std::string& address, const std::vector<OstR
     if (it->address != address) return Status::Errno(ENOENT, "OST moved; register again");
     if (!it->up) LOG_INFO("OST " << it->index << " is up again");
     it->stats = r.stats;
+    it->metrics_address = r.metrics_address;
     it->up = true;
     it->last_heartbeat_ms = now_ms;
   }

@@ -37,6 +37,7 @@ struct OstState {
   uint32_t index = 0;
   std::string uuid;
   std::string address;
+  std::string metrics_address;  // as last reported (not persisted)
   bool up = false;
   OstStats stats;
   int64_t last_heartbeat_ms = 0;
@@ -47,6 +48,7 @@ struct OstState {
 struct OstReport {
   std::string uuid;
   OstStats stats;
+  std::string metrics_address;  // the OSS's GET /metrics, "" = none
 };
 
 class OstRegistry {

@@ -40,6 +40,7 @@ std::vector<OstReport> Reports(const google::protobuf::RepeatedPtrField<proto::O
     r.uuid = o.uuid();
     r.stats = {o.total_bytes(), o.free_bytes(), o.avail_bytes(), o.total_inodes(),
                o.free_inodes()};
+    r.metrics_address = o.metrics_address();
     out.push_back(std::move(r));
   }
   return out;
@@ -58,6 +59,7 @@ void FillOstMap(const std::vector<OstState>& osts, proto::GetOstMapResp* out) {
     info->set_total_inodes(o.stats.total_inodes);
     info->set_free_inodes(o.stats.free_inodes);
     info->set_last_heartbeat_ms(o.last_heartbeat_ms);
+    info->set_metrics_address(o.metrics_address);
   }
 }
 
@@ -235,6 +237,9 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
       !DispatchRegistry(osts_, req, resp)) {
     SetStatus(resp, Status::Errno(EPROTO, "unknown MDS op"));
+  }
+  if (req.op_case() == MdsRequest::kGetOstMap && !metrics_address_.empty()) {
+    resp->mutable_get_ost_map()->set_mds_metrics_address(metrics_address_);
   }
   resp->set_boot_epoch(ns_->boot_epoch());
   resp->set_features(proto::MDS_FEATURE_CLOSES);

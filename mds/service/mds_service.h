@@ -45,6 +45,8 @@ class MdsService : public rpc::Handler {
   // Counts every request there (mds_metrics.h); null = none. REQUIRES: set
   // before serving; m outlives the service.
   void set_metrics(MdsMetrics* m) { metrics_ = m; }
+  // Listed by GET_OST_MAP (`sfs stats --mds`). REQUIRES: set before serving.
+  void set_metrics_address(std::string a) { metrics_address_ = std::move(a); }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
@@ -82,6 +84,7 @@ class MdsService : public rpc::Handler {
   LeaseTable* const leases_;
   LockTable* locks_ = nullptr;
   MdsMetrics* metrics_ = nullptr;
+  std::string metrics_address_;
   // Append tokens (append_ops.cc): who may append to an inode without asking.
   struct AppendToken {
     uint64_t client = 0;

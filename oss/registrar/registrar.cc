@@ -18,12 +18,13 @@ uint64_t RandomId() {
 
 // The OstInfo list both RegisterOssReq and HeartbeatReq carry.
 void FillOsts(const std::vector<ObjectStore*>& stores, const std::vector<uint32_t>& indices,
-              const std::string& address,
+              const std::string& address, const std::string& metrics_address,
               google::protobuf::RepeatedPtrField<proto::OstInfo>* out) {
   for (size_t i = 0; i < stores.size(); ++i) {
     proto::OstInfo* info = out->Add();
     info->set_uuid(stores[i]->uuid());
     info->set_address(address);
+    info->set_metrics_address(metrics_address);
     info->set_up(true);
     if (i < indices.size()) info->set_index(indices[i]);
     Result<OstSpace> space = stores[i]->Statfs();
@@ -113,7 +114,7 @@ Status Registrar::Register() {
   req.set_xid(next_xid_++);
   proto::RegisterOssReq* reg = req.mutable_register_oss();
   reg->set_address(opts_.self_address);
-  FillOsts(stores_, {}, opts_.self_address, reg->mutable_osts());
+  FillOsts(stores_, {}, opts_.self_address, opts_.metrics_address, reg->mutable_osts());
   std::string reply;
   SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
   proto::MdsResponse resp;
@@ -142,7 +143,7 @@ Status Registrar::Heartbeat() {
   req.set_xid(next_xid_++);
   proto::HeartbeatReq* hb = req.mutable_heartbeat();
   hb->set_address(opts_.self_address);
-  FillOsts(stores_, indices_, opts_.self_address, hb->mutable_osts());
+  FillOsts(stores_, indices_, opts_.self_address, opts_.metrics_address, hb->mutable_osts());
   std::string reply;
   SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
   heartbeats_.fetch_add(1);

@@ -34,6 +34,7 @@ namespace sfs::oss {
 
 struct RegistrarOptions {
   std::string self_address;  // "host:port" clients use to reach this OSS
+  std::string metrics_address;  // its GET /metrics "host:port" ("" = none), told to the MDS
   std::chrono::milliseconds heartbeat_interval{1000};
   // The channel keeps retrying the connect until a call's deadline, so this
   // also bounds how long Stop() can wait while the MDS is unreachable.

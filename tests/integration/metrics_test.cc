@@ -164,6 +164,22 @@ TEST_F(MetricsTest, SfsStatsJsonSumsEachEndpointAndItsJobs) {
   EXPECT_EQ(job_bytes, 12345.0) << out;
 }
 
+TEST_F(MetricsTest, SfsStatsMdsFindsEveryDaemonsEndpointThroughTheMds) {
+  std::string out;
+  ASSERT_EQ(RunShell(SfsBinary() + " stats --json --mds " + cluster().mds_address(), &out), 0)
+      << out;
+  std::optional<Json> j = Json::Parse(out);
+  ASSERT_TRUE(j.has_value()) << out;
+  const std::vector<Json>& eps = (*j)["endpoints"].arr;
+  ASSERT_EQ(eps.size(), 1u + cluster().num_oss()) << out;
+  EXPECT_EQ(eps[0]["address"].str, cluster().mds_metrics_address());
+  EXPECT_EQ(eps[0]["kind"].str, "mds");
+  for (int i = 0; i < cluster().num_oss(); ++i) {
+    EXPECT_EQ(eps[1 + i]["kind"].str, "oss") << out;
+    EXPECT_TRUE(out.find(cluster().oss_metrics_address(i)) != std::string::npos) << out;
+  }
+}
+
 TEST_F(MetricsTest, SfsStatsOfADeadEndpointIsAOneLineErrorAndExit1) {
   std::string out;
   EXPECT_EQ(RunShell(SfsBinary() + " stats 127.0.0.1:1 2>&1", &out), 1) << out;

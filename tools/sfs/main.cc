@@ -25,8 +25,8 @@ constexpr const char* kUsage =
     "  pool create|add|remove|list|destroy NAME [OST_INDEX...]        OST pools\n"
     "  migrate [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] FILE...  restripe files with data\n"
     "  fsck --mds-data DIR [--ost DIR]... [--repair] | --mds HOST:PORT  check the file system\n"
-    "  stats [--json] METRICS_HOST:PORT...                            the daemons' metrics, once\n"
-    "  top [--once] METRICS_HOST:PORT...                              live per-OSS/per-job rates\n"
+    "  stats [--json] [--mds HOST:PORT] [METRICS_HOST:PORT...]        the daemons' metrics, once\n"
+    "  top [--once] [--mds HOST:PORT] [METRICS_HOST:PORT...]          live per-OSS/per-job rates\n"
     "\n"
     "Run 'sfs COMMAND --help' for a command's options and examples.\n";
 

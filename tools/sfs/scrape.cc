@@ -2,7 +2,9 @@
 // any Prometheus client writes: no timestamps needed) and summing it.
 #include "tools/sfs/scrape.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 
 #include "common/metrics/http_server.h"
@@ -139,6 +141,27 @@ EndpointStats Scrape(const std::string& address) {
     return e;
   }
   return Summarize(address, *samples);
+}
+
+Result<std::vector<std::string>> DiscoverEndpoints(const std::string& mds) {
+  GlobalOptions g;
+  g.mds = mds;
+  SFS_ASSIGN_OR_RETURN(std::unique_ptr<Target> t, Target::Open(g, "/"));
+  std::string mds_metrics;
+  SFS_ASSIGN_OR_RETURN(std::vector<client::OstStatus> osts, t->client().ListOsts(&mds_metrics));
+  std::vector<std::string> out;
+  if (!mds_metrics.empty()) out.push_back(mds_metrics);
+  for (const client::OstStatus& o : osts) {
+    if (!o.metrics_address.empty() &&
+        std::find(out.begin(), out.end(), o.metrics_address) == out.end()) {
+      out.push_back(o.metrics_address);
+    }
+  }
+  if (out.empty()) {
+    return Status::Errno(ENOENT, "the MDS knows no metrics endpoint (start the daemons with "
+                                 "--metrics-listen)");
+  }
+  return out;
 }
 
 std::string StatsJson(const std::vector<EndpointStats>& all) {

@@ -56,4 +56,8 @@ EndpointStats Summarize(const std::string& address, const std::vector<MetricSamp
 
 std::string StatsJson(const std::vector<EndpointStats>& all);
 
+// The metrics endpoints the MDS at mds knows: its own, then each OSS's once
+// (GET_OST_MAP). ENOENT when it knows none (no --metrics-listen anywhere).
+Result<std::vector<std::string>> DiscoverEndpoints(const std::string& mds);
+
 }  // namespace sfs::tools

@@ -13,12 +13,14 @@ namespace sfs::tools {
 namespace {
 
 constexpr const char* kStatsHelp =
-    "usage: sfs stats [--json] METRICS_HOST:PORT...\n"
+    "usage: sfs stats [--json] [--mds HOST:PORT] [METRICS_HOST:PORT...]\n"
     "\n"
     "Scrapes the GET /metrics endpoints of sfs-mds, sfs-oss and sfs-mount (their\n"
     "--metrics-listen / -o metrics_listen addresses) once and prints, per endpoint, its\n"
     "kind, requests, latency, bytes, errors by op and errno, and per-job ops and bytes.\n"
     "Exits 1 if an endpoint cannot be scraped (the others are still printed).\n"
+    "With --mds, the endpoints are the ones that MDS knows: its own and each OSS's\n"
+    "(those started with --metrics-listen), then any given.\n"
     "\n"
     "  --json   "
     "{\"endpoints\":[{\"address\",\"kind\",\"ok\",\"requests\",\"latency_seconds_sum\",\n"
@@ -27,7 +29,8 @@ constexpr const char* kStatsHelp =
     "ERRNO\":N},\"jobs\":{JOB:{\"ops\",\"read_bytes\",\"write_bytes\"}}}]}\n"
     "\n"
     "examples:\n"
-    "  sfs stats --json 10.0.0.1:9100 10.0.0.2:9100\n";
+    "  sfs stats --json 10.0.0.1:9100 10.0.0.2:9100\n"
+    "  sfs stats --mds 10.0.0.1:7700\n";
 
 void PrintText(const EndpointStats& e) {
   if (!e.status.ok()) {
@@ -50,14 +53,18 @@ void PrintText(const EndpointStats& e) {
 
 int RunStats(int argc, char** argv) {
   static const option kLong[] = {{"json", no_argument, nullptr, 'J'},
+                                 {"mds", required_argument, nullptr, 'M'},
                                  {"help", no_argument, nullptr, 1000},
                                  {nullptr, 0, nullptr, 0}};
   bool json = false;
+  std::string mds;
   optind = 1;
   int opt;
   while ((opt = getopt_long(argc, argv, "", kLong, nullptr)) != -1) {
     if (opt == 'J') {
       json = true;
+    } else if (opt == 'M') {
+      mds = optarg;
     } else if (opt == 1000) {
       std::fputs(kStatsHelp, stdout);
       return 0;
@@ -66,16 +73,23 @@ int RunStats(int argc, char** argv) {
       return 2;
     }
   }
-  if (optind >= argc) {
-    std::fputs("sfs stats: no METRICS_HOST:PORT given\n", stderr);
+  std::vector<std::string> endpoints;
+  if (!mds.empty()) {
+    Result<std::vector<std::string>> found = DiscoverEndpoints(mds);
+    if (!found.ok()) return Fail("stats", mds, found.status());
+    endpoints = *found;
+  }
+  endpoints.insert(endpoints.end(), argv + optind, argv + argc);
+  if (endpoints.empty()) {
+    std::fputs("sfs stats: no METRICS_HOST:PORT given (or --mds HOST:PORT)\n", stderr);
     return 2;
   }
   std::vector<EndpointStats> all;
   int rc = 0;
-  for (int i = optind; i < argc; ++i) {
-    all.push_back(Scrape(argv[i]));
+  for (const std::string& e : endpoints) {
+    all.push_back(Scrape(e));
     if (!all.back().status.ok()) {
-      if (!json) Fail("stats", argv[i], all.back().status);
+      if (!json) Fail("stats", e, all.back().status);
       rc = 1;
     }
   }

@@ -25,12 +25,13 @@ namespace sfs::tools {
 namespace {
 
 constexpr const char* kTopHelp =
-    "usage: sfs top [--interval-ms N] [--once | --iterations N] METRICS_HOST:PORT...\n"
+    "usage: sfs top [--interval-ms N] [--once | --iterations N] [--mds HOST:PORT]\n"
+    "               [METRICS_HOST:PORT...]\n"
     "\n"
     "A live view, refreshed every interval (default 1000 ms), of the endpoints' rates:\n"
     "MDS ops/s and mean latency with its busiest ops, per-OSS read and write MB/s and\n"
     "IOPS, and per-job MB/s and ops/s (SFS_JOBID, summed over the OSSes). Press q (or\n"
-    "Ctrl-C) to quit.\n"
+    "Ctrl-C) to quit. With --mds, the endpoints that MDS knows (as sfs stats --mds).\n"
     "\n"
     "  --once           print one frame, one interval after the first scrape, and exit\n"
     "  --iterations N   exit after N refreshes\n"
@@ -163,9 +164,11 @@ int RunTop(int argc, char** argv) {
   static const option kLong[] = {{"interval-ms", required_argument, nullptr, 'n'},
                                  {"once", no_argument, nullptr, 'o'},
                                  {"iterations", required_argument, nullptr, 'N'},
+                                 {"mds", required_argument, nullptr, 'M'},
                                  {"help", no_argument, nullptr, 1000},
                                  {nullptr, 0, nullptr, 0}};
   long interval_ms = 1000, iterations = -1;
+  std::string mds;
   optind = 1;
   int opt;
   while ((opt = getopt_long(argc, argv, "", kLong, nullptr)) != -1) {
@@ -176,6 +179,8 @@ int RunTop(int argc, char** argv) {
         std::fputs("sfs top: --interval-ms wants 10..3600000\n", stderr);
         return 2;
       }
+    } else if (opt == 'M') {
+      mds = optarg;
     } else if (opt == 'o') {
       iterations = 1;
     } else if (opt == 'N') {
@@ -192,11 +197,17 @@ int RunTop(int argc, char** argv) {
       return 2;
     }
   }
-  if (optind >= argc) {
-    std::fputs("sfs top: no METRICS_HOST:PORT given\n", stderr);
+  std::vector<std::string> endpoints;
+  if (!mds.empty()) {
+    Result<std::vector<std::string>> found = DiscoverEndpoints(mds);
+    if (!found.ok()) return Fail("top", mds, found.status());
+    endpoints = *found;
+  }
+  endpoints.insert(endpoints.end(), argv + optind, argv + argc);
+  if (endpoints.empty()) {
+    std::fputs("sfs top: no METRICS_HOST:PORT given (or --mds HOST:PORT)\n", stderr);
     return 2;
   }
-  std::vector<std::string> endpoints(argv + optind, argv + argc);
   struct sigaction sa {};
   sa.sa_handler = OnSigint;  // no SA_RESTART: the wait's poll returns at once
   sigaction(SIGINT, &sa, nullptr);
