@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config g++ libleveldb-dev libprotobuf-dev protobuf-compiler
       libboost-dev libgtest-dev libgmock-dev libfuse3-dev fuse3 libibverbs-dev librdmacm-dev
-      attr rsync git tar util-linux procps python3 iproute2 nftables)
+      attr rsync git tar util-linux procps python3 iproute2 nftables gdb)
 # The network-fault test's delay/reorder phases: iptables NFQUEUE rules and
 # sfs-nfq-delay (tests/netfault/nfq_delay.cc) built on libnetfilter-queue.
 pkgs+=(iptables libnetfilter-queue-dev)
