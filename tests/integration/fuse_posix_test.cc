@@ -37,16 +37,6 @@ class FusePosixTest : public MountedTest<FusePosixTest> {
   }
 
  protected:
-  void TearDown() override {
-    for (int fd : fds_) close(fd);
-    MountedTest::TearDown();
-  }
-  int Open(const std::string& name, int flags, mode_t mode = 0644) {
-    int fd = open(P(name).c_str(), flags, mode);
-    EXPECT_GE(fd, 0) << "open " << name << ": " << strerror(errno);
-    if (fd >= 0) fds_.push_back(fd);
-    return fd;
-  }
   void Put(const std::string& name, const std::string& data) {
     ASSERT_TRUE(WriteFile(P(name), data)) << name;
   }
@@ -67,7 +57,6 @@ class FusePosixTest : public MountedTest<FusePosixTest> {
     return s;
   }
 
-  std::vector<int> fds_;
 };
 
 // ---- open flags, read/write -----------------------------------------------
