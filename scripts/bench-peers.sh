@@ -127,16 +127,6 @@ run_peer() {
   fi
 }
 
-cleanup() {
-  local rc=$?
-  if [ $KEEP = 0 ] && [ -n "${CURRENT_PEER:-}" ]; then
-    log "interrupted during $CURRENT_PEER: tearing it down"
-    ( "${CURRENT_PEER}_teardown" "$DIR/mnt/$CURRENT_PEER" ) >>"$DIR/logs/$CURRENT_PEER.setup.log" 2>&1 || true
-  fi
-  [ $KEEP = 0 ] && ns_down
-  exit $rc
-}
-
 main() {
   parse_opts "$@"
   mkdir -p "$DIR/logs" "$RESULTS" "$DIR/mnt"

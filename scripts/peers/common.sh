@@ -89,3 +89,15 @@ pid_of_mount() {
   done
   return 1
 }
+
+# cleanup: the EXIT trap: tears down the peer being set up or measured (unless KEEP=1)
+# and the network namespace, keeping the exit status.
+cleanup() {
+  local rc=$?
+  if [ $KEEP = 0 ] && [ -n "${CURRENT_PEER:-}" ]; then
+    log "interrupted during $CURRENT_PEER: tearing it down"
+    ( "${CURRENT_PEER}_teardown" "$DIR/mnt/$CURRENT_PEER" ) >>"$DIR/logs/$CURRENT_PEER.setup.log" 2>&1 || true
+  fi
+  [ $KEEP = 0 ] && ns_down
+  exit $rc
+}
