@@ -8,6 +8,8 @@ pkgs=(meson ninja-build pkg-config g++ libleveldb-dev libprotobuf-dev protobuf-c
 # The network-fault test's delay/reorder phases: iptables NFQUEUE rules and
 # sfs-nfq-delay (tests/netfault/nfq_delay.cc) built on libnetfilter-queue.
 pkgs+=(iptables libnetfilter-queue-dev)
+# Erasure-code parity (common/ec/): ISA-L's Reed–Solomon.
+pkgs+=(libisal-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
