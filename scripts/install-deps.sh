@@ -12,8 +12,8 @@ pkgs+=(iptables libnetfilter-queue-dev)
 pkgs+=(libisal-dev)
 # Operations (dist/, scripts/package-deb.sh, tests/ops): man pages checked with
 # groff and man, units with systemd-analyze, packages built with dpkg-deb and
-# dpkg-shlibdeps; ccache lets the package build reuse the main build's objects.
-pkgs+=(groff-base man-db systemd dpkg-dev ccache)
+# dpkg-shlibdeps and lintian; ccache lets the package build reuse the main build's objects.
+pkgs+=(groff-base man-db systemd dpkg-dev lintian ccache)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -46,6 +46,9 @@ ninja -C "$build" ${NINJA_JOBS:+-j$NINJA_JOBS} >/dev/null
 version=$(meson introspect --projectinfo "$build" |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
 arch=$(dpkg --print-architecture)
+maintainer="StripeFS developers <stripefs-devel@example.org>"
+# The changelog's date: the last commit's (reproducible), or now outside git.
+date=$(git -C "$src" log -1 --format=%cD 2>/dev/null || date -R)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -109,6 +112,10 @@ Upstream-Name: stripefs
 Comment: Built from the StripeFS source tree by scripts/package-deb.sh.
  No license has been declared for StripeFS yet.
 EOF
+  # A native package's changelog (lintian: no-changelog otherwise).
+  printf '%s\n' "stripefs ($version) unstable; urgency=medium" "" \
+    "  * Built from the source tree by scripts/package-deb.sh." "" \
+    " -- $maintainer  $date" | gzip -9n >"$doc/changelog.gz"
   # Shared-library dependencies of the ELF files in the package.
   elves=()
   while IFS= read -r -d '' f; do
@@ -127,7 +134,7 @@ EOF
     echo "Package: $pkg"
     echo "Version: $version"
     echo "Architecture: $arch"
-    echo "Maintainer: StripeFS developers <stripefs@localhost>"
+    echo "Maintainer: $maintainer"
     echo "Installed-Size: $size"
     [ -n "$depends" ] && echo "Depends: $depends"
     [ -n "${recommends[$pkg]}" ] && echo "Recommends: ${recommends[$pkg]}"

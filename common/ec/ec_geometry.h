@@ -68,6 +68,9 @@ uint64_t ChunkLength(const Geometry& g, uint64_t row, uint32_t chunk, uint64_t f
 // Size object `object` has when the file is exactly file_size bytes long.
 uint64_t ObjectSize(const Geometry& g, uint32_t object, uint64_t file_size);
 
+// Ranges below: REQUIRES off + len does not overflow uint64_t (callers bound
+// file offsets far below that: libsfs answers EFBIG past its largest file).
+
 // One piece of a file range inside a single data chunk, in file order.
 struct Extent {
   uint64_t row = 0;

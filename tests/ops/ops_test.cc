@@ -3,7 +3,8 @@
 //   ManPages   groff -man -ww prints no warning for any page, and every flag
 //              that a binary's --help prints (each subcommand's too) is in its page.
 //   Units      systemd-analyze verify is silent on both units.
-//   Packages   scripts/package-deb.sh builds the three packages; dpkg installs
+//   Packages   scripts/package-deb.sh builds the three packages, lintian finds no
+//              error in them; dpkg installs
 //              them into an empty root (against this host's package database,
 //              so their Depends must be met); the installed binaries run, the
 //              installed servers start and stop, the installed units verify
@@ -285,6 +286,12 @@ TEST(Packages, BuildInstallAndRun) {
     }
     EXPECT_TRUE(Contains(Sh("dpkg-deb -f '" + deb + "' Package").output, pkg));
   }
+  // lintian, Debian's package checker: no errors (warnings: no license is
+  // declared yet, sfs-demo has no man page).
+  Ran lint = Sh("lintian --fail-on error" + debs + " 2>&1", seconds(300));
+  EXPECT_TRUE(lint.ok()) << "lintian (scripts/install-deps.sh installs it): " << lint.output;
+  EXPECT_EQ(lint.output.find("\nE: "), std::string::npos) << lint.output;
+  EXPECT_NE(lint.output.rfind("E: ", 0), 0u) << lint.output;
   // apt resolves the three together against this system (no network: their
   // Depends are installed here, as scripts/install-deps.sh installs them).
   Ran apt = Sh("apt-get install -s --no-download" + debs + " 2>&1");
