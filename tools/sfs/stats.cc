@@ -16,7 +16,7 @@ constexpr const char* kStatsHelp =
     "usage: sfs stats [--json] [--mds HOST:PORT] [METRICS_HOST:PORT...]\n"
     "\n"
     "Scrapes the GET /metrics endpoints of sfs-mds, sfs-oss and sfs-mount (their\n"
-    "--metrics-listen / -o metrics_listen addresses) once and prints, per endpoint, its\n"
+    "--metrics-listen, or the mount option metrics_listen=) once and prints, per endpoint, its\n"
     "kind, requests, latency, bytes, errors by op and errno, and per-job ops and bytes.\n"
     "Exits 1 if an endpoint cannot be scraped (the others are still printed).\n"
     "With --mds, the endpoints are the ones that MDS knows: its own and each OSS's\n"
