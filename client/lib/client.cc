@@ -318,6 +318,10 @@ void Client::Impl::StopDeferredCloses() {
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Client::~Client() {
+  // One attempt per MDS call from here on: an unmount must not wait out the
+  // recovery timeout of an MDS that is gone (the keepalive's re-opens, the
+  // final closes).
+  if (impl_ && impl_->mds) impl_->mds->BeginShutdown();
   if (impl_) impl_->StopDeferredCloses();
   if (impl_ && impl_->watch) impl_->watch->Stop();
   if (impl_ && impl_->keepalive) impl_->keepalive->Stop();

@@ -158,6 +158,7 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
     Status st = channel_->Call(rpc::kServiceMds, payload, {}, {}, &raw, opts);
     if (st.ok()) break;
     if (!retry || !IsTransportError(st.code()) ||
+        shutting_down_.load(std::memory_order_acquire) ||
         std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline) {
       SettleCloses(std::move(taken), nullptr);
       return st;

@@ -96,6 +96,11 @@ class MdsClient {
             std::chrono::milliseconds timeout,
             std::chrono::milliseconds recovery_timeout = std::chrono::seconds(60));
   ~MdsClient();
+  // The client is going away: from now on a call that fails in transport is
+  // not retried (one attempt each), so the final closes and anything the
+  // keepalive thread is doing end at once when the MDS is gone, instead of
+  // retrying for the recovery timeout while the unmount waits.
+  void BeginShutdown() { shutting_down_.store(true, std::memory_order_release); }
 
   uint64_t client_id() const { return client_id_; }
   const std::string& address() const { return channel_->address(); }
@@ -232,6 +237,7 @@ class MdsClient {
   const std::chrono::milliseconds timeout_;
   const std::chrono::milliseconds recovery_timeout_;
   std::atomic<uint64_t> xid_{1};
+  std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> epoch_changed_{false};
   std::function<void()> on_new_epoch_;
