@@ -66,6 +66,13 @@ struct OpCtx {
   uint64_t xid = 0;
 };
 
+// Places mirror copies (layout.cc): copy 0 of stripe s on picks[s], copy m
+// on the OST m places after it in ring (all candidate OSTs), skipping OSTs
+// its stripe already uses. Returns mirrors * picks.size() OSTs, copy-major;
+// EINVAL when ring has fewer than `mirrors` OSTs.
+Result<std::vector<uint32_t>> PlaceMirrors(const std::vector<uint32_t>& picks,
+                                           const std::vector<uint32_t>& ring, uint32_t mirrors);
+
 struct NamespaceOptions {
   size_t reply_cache_entries = 65536;
   int64_t client_timeout_ms = 30000;
@@ -131,6 +138,9 @@ class Namespace {
   Status SetXattr(const OpCtx& ctx, const proto::SetXattrReq& req);
   Status RemoveXattr(const OpCtx& ctx, const proto::RemoveXattrReq& req);
   Status SetLayout(const OpCtx& ctx, const proto::SetLayoutReq& req);
+  // Marks copies of a mirrored file stale or ok (mds.proto MirrorStateReq).
+  Status MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req,
+                     proto::GetLayoutResp* out);
 
   // --- OST pools (pool.cc): POOL_LIST reads, the other ops mutate (root only) ---
   Status Pool(const OpCtx& ctx, const proto::PoolReq& req, proto::PoolResp* out);
