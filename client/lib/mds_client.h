@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -175,6 +176,9 @@ class MdsClient {
 
   Result<LayoutSpec> GetLayout(const Cred& c, uint64_t ino);
   Status SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear);
+  // Marks copies of a mirrored file stale (or, resynced, ok); the layout after.
+  Result<LayoutSpec> MirrorState(const Cred& c, uint64_t ino, std::span<const StripeObject> objects,
+                                 bool stale);
   Result<std::vector<OstStatus>> GetOstMap();
 
   // One PoolReq; c may be null for kList. The pools listed (kList only).
