@@ -60,6 +60,8 @@ struct Striper::Piece {
   uint32_t stripe = 0;
   uint32_t copy = 0;
   size_t group = 0;
+  std::chrono::milliseconds timeout{0};  // this call's, if not 0 (a read with copies left)
+  bool fail_fast = false;  // another copy can stand in: CallOptions::fail_fast
 };
 
 namespace {
@@ -414,8 +416,9 @@ Striper::Striper(OssPool* pool, uint64_t client_id, std::function<uint64_t()> ne
 void Striper::StartAll(const std::vector<Piece*>& pieces, std::chrono::milliseconds timeout) {
   // Every call is started before any is awaited: all stripes' OSSes work at once.
   rpc::CallOptions opts;
-  opts.timeout = timeout;
   for (Piece* p : pieces) {
+    opts.timeout = p->timeout.count() > 0 ? p->timeout : timeout;
+    opts.fail_fast = p->fail_fast;
     p->call.reset();
     Result<OssPool::Route> route = pool_->RouteFor(p->ost);
     if (!route.ok()) {
@@ -447,6 +450,7 @@ void Striper::WaitAll(const std::vector<Piece*>& pieces) {
 }
 
 Status Striper::Run(std::vector<Piece>& pieces) {
+  const std::chrono::milliseconds timeout = timeout_;
   std::vector<Piece*> pending;
   pending.reserve(pieces.size());
   for (Piece& p : pieces) {
@@ -457,10 +461,10 @@ Status Striper::Run(std::vector<Piece>& pieces) {
   auto backoff = std::chrono::milliseconds(50);
   for (int round = 1;; ++round) {
     uint64_t generation = pool_->generation();
-    StartAll(pending, timeout_);
+    StartAll(pending, timeout);
     WaitAll(pending);
     if (std::vector<Piece*> again = TakeBadCrcReads(pending); !again.empty()) {
-      StartAll(again, timeout_);
+      StartAll(again, timeout);
       WaitAll(again);
     }
     // Refused as fenced (sent before another call's timeout raised the
@@ -469,7 +473,7 @@ Status Striper::Run(std::vector<Piece>& pieces) {
     for (int pass = 0; pass < kMaxRounds; ++pass) {
       std::vector<Piece*> again = TakeFenced(pending);
       if (again.empty()) break;
-      StartAll(again, timeout_);
+      StartAll(again, timeout);
       WaitAll(again);
     }
     std::vector<Piece*> failed;
@@ -483,7 +487,7 @@ Status Striper::Run(std::vector<Piece>& pieces) {
     pending.clear();
     for (Piece* p : failed) {
       bool moved = pool_->Find(p->ost) != p->channel;
-      bool early = p->status.code() == ESTALE && Clock::now() - start < timeout_;
+      bool early = p->status.code() == ESTALE && Clock::now() - start < timeout;
       if (moved || early) pending.push_back(p);
       moved_any |= moved;
     }
@@ -554,8 +558,9 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
         break;
       }
     }
-    // No good copy took it: the MDS may know of a resynced one (Write asks).
-    if (!writes[i].status.ok() && hooks_.refresh && Refresh(*writes[i].layout)) {
+    // No good copy took it: once more as Write does it (asking the MDS for
+    // resynced copies, waiting for a restarting OSS).
+    if (!writes[i].status.ok()) {
       writes[i].status = Write(*writes[i].layout, writes[i].off, writes[i].buf);
     }
   }
@@ -705,13 +710,14 @@ bool Striper::RecentlyFailed(uint32_t ost) const {
 }
 
 std::vector<Piece> Striper::FanOut(const LayoutSpec& l, const std::vector<Piece>& pieces,
-                                   std::vector<Status>* group_status) {
+                                   std::vector<Status>* group_status, bool fail_fast) {
   const uint32_t stripes = l.Stripes();
   group_status->assign(pieces.size(), Status::Ok());
   std::vector<Piece> out;
   out.reserve(pieces.size() * l.Copies());
   for (size_t k = 0; k < pieces.size(); ++k) {
     bool any = false;
+    const size_t begin = out.size();
     for (uint32_t m = 0; m < l.Copies(); ++m) {
       const size_t i = size_t{m} * stripes + pieces[k].stripe;
       if (IsStale(l, i)) continue;
@@ -723,6 +729,9 @@ std::vector<Piece> Striper::FanOut(const LayoutSpec& l, const std::vector<Piece>
       out.push_back(std::move(c));
       any = true;
     }
+    // Several copies: one whose OSS refuses connections fails at once (and
+    // is marked stale) rather than holding the write until the timeout.
+    for (size_t c = begin; c < out.size(); ++c) out[c].fail_fast = fail_fast && out.size() - begin > 1;
     if (!any) {
       (*group_status)[k] = Status(EIO, "stripe " + std::to_string(pieces[k].stripe) +
                                            " of inode " + std::to_string(l.ino) +
@@ -798,12 +807,14 @@ Status Striper::RunMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
   for (size_t k = 0; k < gs.size(); ++k) {
     if (!gs[k].ok()) failed.push_back(k);
   }
-  // Every good copy of some stripe failed: the MDS may know a resynced one.
-  if (!failed.empty() && Refresh(l)) {
+  // Every good copy of some stripe failed: the MDS may know a resynced one,
+  // and without fail_fast a copy's OSS that is restarting may yet answer.
+  if (!failed.empty()) {
+    Refresh(l);
     std::vector<Piece> again;
     for (size_t k : failed) again.push_back(pieces[k]);
     std::vector<Status> gs2;
-    std::vector<Piece> copies2 = FanOut(l, again, &gs2);
+    std::vector<Piece> copies2 = FanOut(l, again, &gs2, /*fail_fast=*/false);
     (void)Run(copies2);
     Settle(l, copies2, &gs2);
     for (size_t j = 0; j < failed.size(); ++j) gs[failed[j]] = gs2[j];
@@ -849,10 +860,24 @@ Status Striper::ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
                                          std::to_string(l.ino) + " has no good copy");
     }
   }
+  // How many good copies piece k has not been asked yet.
+  auto left = [&](size_t k) {
+    uint32_t n = 0;
+    for (uint32_t m = 0; m < copies; ++m) {
+      n += (tried[k] >> m & 1) == 0 && !IsStale(l, size_t{m} * stripes + pieces[k].stripe);
+    }
+    return n;
+  };
+  const auto quick = std::min<std::chrono::milliseconds>(kFailoverAfter, timeout_ / copies);
   bool refreshed = false;
   while (!pending.empty()) {
+    // Copies still to try after this one: wait `quick`, not the whole timeout.
     std::vector<Piece> round;
-    for (size_t k : pending) round.push_back(pieces[k]);
+    for (size_t k : pending) {
+      round.push_back(pieces[k]);
+      round.back().timeout = left(k) > 0 ? quick : std::chrono::milliseconds(0);
+      round.back().fail_fast = left(k) > 0;
+    }
     (void)Run(round);
     std::vector<size_t> next, stuck;
     for (size_t j = 0; j < pending.size(); ++j) {

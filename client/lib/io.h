@@ -35,7 +35,10 @@
 // the write fails with EIO. A read goes to one good copy per piece (spread by
 // stripe unit over the copies, OSTs that failed lately last) and on an
 // unreachable OSS, EIO or ESTALE fails over to the next good copy within the
-// same call. Stale copies are never read nor written. The Striper remembers
+// same call; while another good copy is left to try, a read waits at most
+// kFailoverAfter (or timeout / copies, if shorter) for a copy's OSS, so that
+// fail-over fits in the RPC timeout even when connecting to a dead OSS
+// would take all of it. Stale copies are never read nor written. The Striper remembers
 // the states the MDS last reported per object (over the cached layouts,
 // which may be older) and asks the MDS again (MirrorHooks::refresh) before it
 // gives up on a stripe with no good copy left.
@@ -92,6 +95,8 @@ struct MirrorHooks {
 
 class Striper {
  public:
+  // Longest a mirrored read waits for one copy while another is left.
+  static constexpr std::chrono::milliseconds kFailoverAfter{2000};
   // Largest single OSS read/write this client sends.
   static constexpr uint64_t kMaxPiece = 1 << 20;
 
@@ -153,7 +158,7 @@ class Striper {
   // caller's, all copies of it) with stale marking. Returns one status per group.
   Status ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces);
   std::vector<Piece> FanOut(const LayoutSpec& l, const std::vector<Piece>& pieces,
-                            std::vector<Status>* group_status);
+                            std::vector<Status>* group_status, bool fail_fast = true);
   void Settle(const LayoutSpec& l, std::span<const Piece> copies,
               std::vector<Status>* group_status);
   // Asks the MDS for l's states again; true iff a stale copy became good.
