@@ -863,12 +863,15 @@ Status Client::PoolDestroy(const Cred& c, std::string_view name) {
 }
 
 Result<LayoutSpec> Client::ResyncMirrors(const Cred& c, uint64_t ino) {
+  // Taken before the copy: the MDS marks the copies ok only if nothing wrote
+  // the file meanwhile (a write the copy missed would be lost).
+  SFS_ASSIGN_OR_RETURN(Attr before, impl_->mds->GetAttr(c, ino));
   SFS_ASSIGN_OR_RETURN(LayoutSpec l, impl_->mds->GetLayout(c, ino));
   if (l.Copies() < 2) return Status(EINVAL, "file is not mirrored");
   std::vector<StripeObject> healed;
   Status st = ResyncCopies(*impl_->striper, l, &healed);
   if (!healed.empty()) {
-    SFS_ASSIGN_OR_RETURN(l, impl_->mds->MirrorState(c, ino, healed, false));
+    SFS_ASSIGN_OR_RETURN(l, impl_->mds->MirrorState(c, ino, healed, false, &before));
     impl_->striper->Absorb(l);
   }
   if (!st.ok()) return st;

@@ -570,10 +570,16 @@ Result<LayoutSpec> MdsClient::GetLayout(const Cred& c, uint64_t ino) {
 }
 
 Result<LayoutSpec> MdsClient::MirrorState(const Cred& c, uint64_t ino,
-                                          std::span<const StripeObject> objects, bool stale) {
+                                          std::span<const StripeObject> objects, bool stale,
+                                          const Attr* idle) {
   proto::MdsRequest req;
   proto::MirrorStateReq* m = req.mutable_mirror_state();
   m->set_ino(ino);
+  if (idle != nullptr) {
+    m->set_if_idle(true);
+    m->set_size(idle->size);
+    m->set_mtime_ns(idle->mtime_ns);
+  }
   m->set_state(stale ? proto::OBJECT_STALE : proto::OBJECT_OK);
   for (const StripeObject& o : objects) {
     proto::StripeObject* po = m->add_objects();

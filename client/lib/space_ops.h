@@ -47,9 +47,9 @@ Status CopyObjects(Striper& s, const LayoutSpec& from, uint64_t in_off, const La
 // object cut to the good copy's size, then OSS copy calls pulling the good
 // copy's bytes). Appends the copies done to *healed (for the MDS to mark ok);
 // a copy that cannot be done is left stale and its failure returned after
-// the others were tried. REQUIRES: no writer writes the file meanwhile (a
-// write landing between the copy's read and its write would be lost on the
-// resynced copy).
+// the others were tried. The caller has the MDS mark them ok only if nothing
+// wrote the file meanwhile (Client::ResyncMirrors: MirrorStateReq.if_idle), as
+// a write landing between the copy's read and its write is not on the copy.
 Status ResyncCopies(Striper& s, const LayoutSpec& l, std::vector<StripeObject>* healed);
 
 }  // namespace sfs::client

@@ -271,6 +271,13 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
     if (req.state() == proto::OBJECT_OK && !OwnerOrRoot(ctx.cred, node->attr())) {
       return Status::Errno(EPERM, "not the owner");
     }
+    if (req.if_idle() && opens_.WriteOpenCount(req.ino()) > 0) {
+      return Status::Errno(EBUSY, "file is open for write; resync it once it is closed");
+    }
+    if (req.if_idle() && (node->attr().size() != req.size() ||
+                          node->attr().mtime_ns() != req.mtime_ns())) {
+      return Status::Errno(EBUSY, "file was written during the resync; run it again");
+    }
     const int stripes = l->stripe_count();
     bool changed = false;
     for (const proto::StripeObject& want : req.objects()) {

@@ -168,5 +168,38 @@ TEST_F(MirrorTest, CopyStatesAreDurableAndTheLastGoodCopyStays) {
   EXPECT_ERRNO(ns_->MirrorState(RootCtx(), not_mirrored, &out), EINVAL);
 }
 
+TEST_F(MirrorTest, AResyncIsMarkedOkOnlyIfNothingWroteTheFileMeanwhile) {
+  auto d = Mkdir(kRootIno, "d");
+  ASSERT_TRUE(ns_->SetLayout(RootCtx(), Mirrored(d->ino(), 2, 1)).ok());
+  auto f = Create(d->ino(), "f");  // open O_RDWR
+  ASSERT_TRUE(f.ok());
+  const uint64_t ino = f->attr().ino();
+  proto::MirrorStateReq req;
+  req.set_ino(ino);
+  *req.add_objects() = f->layout().objects(1);
+  req.set_state(proto::OBJECT_STALE);
+  proto::GetLayoutResp out;
+  ASSERT_TRUE(ns_->MirrorState(RootCtx(), req, &out).ok());
+  auto before = ns_->GetAttr(ino);
+  ASSERT_TRUE(before.ok());
+  req.set_state(proto::OBJECT_OK);
+  req.set_if_idle(true);
+  req.set_size(before->size());
+  req.set_mtime_ns(before->mtime_ns());
+  EXPECT_ERRNO(ns_->MirrorState(RootCtx(), req, &out), EBUSY);  // still open for write
+  ASSERT_TRUE(CloseFile(ino, f->open_id()).ok());
+  proto::SetAttrReq grow;
+  proto::Attr attr;
+  grow.set_ino(ino);
+  grow.set_valid(proto::SETATTR_SIZE);
+  grow.set_size(4096);
+  ASSERT_TRUE(ns_->SetAttr(RootCtx(), grow, &attr).ok());
+  EXPECT_ERRNO(ns_->MirrorState(RootCtx(), req, &out), EBUSY);  // written since
+  req.set_size(attr.size());
+  req.set_mtime_ns(attr.mtime_ns());
+  ASSERT_TRUE(ns_->MirrorState(RootCtx(), req, &out).ok());
+  EXPECT_EQ(out.layout().objects(1).state(), proto::OBJECT_OK);
+}
+
 }  // namespace
 }  // namespace sfs::mds

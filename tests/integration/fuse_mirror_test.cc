@@ -228,7 +228,11 @@ TEST_F(FuseMirrorTest, ResyncRestoresTheStaleCopyAndThenTheOtherOssMayDie) {
   // A back, resync: both copies good again.
   ASSERT_TRUE(cluster().RestartOss(a).ok());
   ASSERT_TRUE(cluster().WaitForOstsUp(3).ok());
-  SfsRun r = Sfs({"mirror", "resync", "-v", path});
+  // The mount's release of the writer may reach the MDS just after close():
+  // until then the resync is refused as "open for write".
+  SfsRun r;
+  EXPECT_TRUE(PollUntil([&] { return (r = Sfs({"mirror", "resync", "-v", path})).exit == 0; },
+                        std::chrono::seconds(20)));
   ASSERT_EQ(r.exit, 0) << r.out;
   EXPECT_NE(r.out.find("1 stale copy resynced"), std::string::npos) << r.out;
   EXPECT_EQ(StaleCount(LayoutOf("/d/f")), 0u);
@@ -241,6 +245,39 @@ TEST_F(FuseMirrorTest, ResyncRestoresTheStaleCopyAndThenTheOtherOssMayDie) {
   EXPECT_TRUE(SameBytes(ReadBack(path, data.size()), data)) << "read from the resynced copy alone";
   // And a second resync with nothing stale is a no-op.
   EXPECT_EQ(Sfs({"mirror", "resync", path}).exit, 0);
+}
+
+TEST_F(FuseMirrorTest, ResyncIsRefusedWhileAWriterHasTheFileOpen) {
+  ASSERT_EQ(mkdir((mnt_ + "/d").c_str(), 0755), 0);
+  ASSERT_EQ(Sfs({"setstripe", "-N", "2", "-c", "1", mnt_ + "/d"}).exit, 0);
+  const std::string path = mnt_ + "/d/f";
+  std::string data(8 * kStripe, 'a');
+  ASSERT_TRUE(WriteFile(path, data));
+  client::LayoutSpec l = LayoutOf("/d/f");
+  const int a = cluster().OssOfOst(*client_, l.objects[1].ost);
+  ASSERT_GE(a, 0);
+  int fd = open(path.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(cluster().KillOss(a).ok());
+  ASSERT_EQ(pwrite(fd, "bbbb", 4, 100), 4);
+  ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+  EXPECT_TRUE(LayoutOf("/d/f").objects[1].stale);
+  ASSERT_TRUE(cluster().RestartOss(a).ok());
+  ASSERT_TRUE(cluster().WaitForOstsUp(3).ok());
+  SfsRun busy = Sfs({"mirror", "resync", path});
+  EXPECT_EQ(busy.exit, 1) << busy.out;
+  EXPECT_NE(busy.out.find("open for write"), std::string::npos) << busy.out;
+  EXPECT_TRUE(LayoutOf("/d/f").objects[1].stale) << "marked ok under a writer";
+  ASSERT_EQ(close(fd), 0);
+  SfsRun r;
+  EXPECT_TRUE(PollUntil([&] { return (r = Sfs({"mirror", "resync", path})).exit == 0; },
+                        std::chrono::seconds(20)))
+      << r.out;
+  EXPECT_FALSE(LayoutOf("/d/f").objects[1].stale);
+  data.replace(100, 4, "bbbb");
+  // Copy 0's OSS gone: the resynced copy 1 has the write it missed.
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[0].ost)).ok());
+  EXPECT_TRUE(SameBytes(ReadBack(path, data.size()), data));
 }
 
 TEST_F(FuseMirrorTest, BadInputGetsAOneLineError) {
