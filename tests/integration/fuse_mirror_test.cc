@@ -280,6 +280,35 @@ TEST_F(FuseMirrorTest, ResyncIsRefusedWhileAWriterHasTheFileOpen) {
   EXPECT_TRUE(SameBytes(ReadBack(path, data.size()), data));
 }
 
+TEST_F(FuseMirrorTest, AHungOssIsFailedOverWithinTheRpcTimeout) {
+  ASSERT_EQ(mkdir((mnt_ + "/d").c_str(), 0755), 0);
+  ASSERT_EQ(Sfs({"setstripe", "-N", "2", "-c", "1", mnt_ + "/d"}).exit, 0);
+  std::mt19937_64 rng(PerTestSeed());
+  auto bytes = RandomBytes(rng, 16 * kStripe);
+  std::string data(bytes.begin(), bytes.end());
+  const std::string path = mnt_ + "/d/f";
+  ASSERT_TRUE(WriteFile(path, data));
+  client::LayoutSpec l = LayoutOf("/d/f");
+  const int hung = cluster().OssOfOst(*client_, l.objects[0].ost);
+  ASSERT_GE(hung, 0);
+  ASSERT_TRUE(cluster().KillOss(hung, SIGSTOP).ok());
+  // Reads: each call waits at most min(2 s, 3 s / 2) for the hung copy.
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(SameBytes(ReadBack(path, data.size()), data)) << "read with copy 0's OSS hung";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3))
+      << "fail-over took longer than the mount's RPC timeout";
+  // Writes: the hung copy is marked stale after one RPC timeout; no error.
+  int fd = open(path.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, "zz", 2, 7), 2) << strerror(errno);
+  EXPECT_EQ(fsync(fd), 0) << strerror(errno);
+  EXPECT_EQ(close(fd), 0);
+  data.replace(7, 2, "zz");
+  EXPECT_TRUE(LayoutOf("/d/f").objects[0].stale);
+  ASSERT_TRUE(cluster().KillOss(hung, SIGCONT).ok());
+  EXPECT_TRUE(SameBytes(ReadBack(path, data.size()), data)) << "the stale copy was read";
+}
+
 TEST_F(FuseMirrorTest, BadInputGetsAOneLineError) {
   ASSERT_EQ(mkdir((mnt_ + "/d").c_str(), 0755), 0);
   // Three OSTs: four copies is out of range, and so is 0 or junk.
