@@ -307,6 +307,13 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
       }
     }
     *out->mutable_layout() = *l;
+    if (changed && req.state() == proto::OBJECT_STALE) {
+      const uint64_t ino = req.ino();
+      txn.OnCommit([this, ino] {
+        std::lock_guard<std::mutex> lock(resync_mu_);
+        resync_wanted_.insert(ino);
+      });
+    }
     if (changed) {
       node->mutable_attr()->set_ctime_ns(txn.now());
       txn.Dirty(req.ino());

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <shared_mutex>
@@ -162,6 +163,16 @@ class Namespace {
   // every MdsResponse carries it so clients notice a restart.
   uint64_t boot_epoch() const { return boot_epoch_.load(); }
   int OpenCount(uint64_t ino) const { return opens_.OpenCount(ino); }
+  int WriteOpenCount(uint64_t ino) const { return opens_.WriteOpenCount(ino); }
+  // Files a copy was marked stale in since this start (MirrorResyncer).
+  std::vector<uint64_t> ResyncWanted() const {
+    std::lock_guard<std::mutex> lock(resync_mu_);
+    return {resync_wanted_.begin(), resync_wanted_.end()};
+  }
+  void ResyncDone(uint64_t ino) {
+    std::lock_guard<std::mutex> lock(resync_mu_);
+    resync_wanted_.erase(ino);
+  }
 
  private:
   using Body = std::function<Status(Txn&)>;
@@ -228,6 +239,8 @@ class Namespace {
   Result<bool> DirEmpty(uint64_t ino);
   Status CheckNotAncestor(Txn& txn, uint64_t dir, uint64_t start);
 
+  mutable std::mutex resync_mu_;
+  std::set<uint64_t> resync_wanted_;  // GUARDED_BY(resync_mu_)
   KvStore* const store_;
   OstRegistry* const osts_;
   const NamespaceOptions opts_;
