@@ -105,77 +105,8 @@ sizes() {
   IO5_TIMEOUT=${IO5_TIMEOUT:-1200}
 }
 
-# --- the helpers scripts/peers/*.sh expect (the same as bench-peers.sh's) ---------------
-
-APT_UPDATED=0
-need_pkgs() {
-  local p missing=()
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  log "installing ${missing[*]}"
-  if [ $APT_UPDATED = 0 ]; then apt-get update -qq >>"$DIR/logs/apt.log" 2>&1 || true; APT_UPDATED=1; fi
-  # No package may start its own services (mfsmaster, ...) in the host's network.
-  local policy=/usr/sbin/policy-rc.d own_policy=0 rc=0
-  if [ ! -e $policy ]; then printf '#!/bin/sh\nexit 101\n' >$policy; chmod +x $policy; own_policy=1; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
-    >>"$DIR/logs/apt.log" 2>&1 || rc=$?
-  [ $own_policy = 1 ] && rm -f $policy
-  [ $rc = 0 ] || fail "apt-get install ${missing[*]} failed (see $DIR/logs/apt.log)"
-}
-
-ns_up() {
-  if ! ip netns list | grep -qw "^$NETNS"; then
-    log "creating network namespace $NETNS (lo only, + $NS_MFS_ADDR/32)"
-    ip netns add "$NETNS"
-  fi
-  ip -n "$NETNS" link set lo up
-  ip -n "$NETNS" addr show dev lo | grep -q "$NS_MFS_ADDR/32" ||
-    ip -n "$NETNS" addr add "$NS_MFS_ADDR/32" dev lo
-}
-ns_down() { ip netns list | grep -qw "^$NETNS" && ip netns del "$NETNS" || true; }
-# in_ns CMD...: CMD in the namespace's network but this mount namespace (mounts stay visible).
-in_ns() { nsenter --net="/run/netns/$NETNS" "$@"; }
-
-fail() { echo "$*" >"$DIR/logs/${CURRENT_PEER:-main}.reason"; echo "FAILED: $*"; return 1; }
-
-wait_for() {
-  local secs=$1 what=$2 deadline; shift 2
-  deadline=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || { fail "$what not ready after ${secs}s"; return 1; }
-    sleep 0.5
-  done
-}
-
-unmount_dir() {
-  mountpoint -q "$1" 2>/dev/null || return 0
-  fusermount3 -u "$1" 2>/dev/null || fusermount -u "$1" 2>/dev/null || umount "$1" 2>/dev/null ||
-    umount -l "$1" || log "could not unmount $1"
-}
-
-kill_pidfile() {
-  local p
-  p=$(cat "$1" 2>/dev/null) || return 0
-  [[ "$p" =~ ^[0-9]+$ ]] && kill -0 "$p" 2>/dev/null || { rm -f "$1"; return 0; }
-  kill -TERM "$p" 2>/dev/null || true
-  timeout 10 tail --pid="$p" -s 0.2 -f /dev/null 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
-  rm -f "$1"
-}
-
-pid_of_mount() {
-  local c p args a
-  for c in /proc/[0-9]*/cmdline; do
-    mapfile -d '' -t args <"$c" 2>/dev/null || continue
-    [ ${#args[@]} -gt 1 ] && [ "${args[0]##*/}" = "$1" ] || continue
-    for a in "${args[@]:1}"; do
-      if [ "$a" = "$2" ]; then p=${c#/proc/}; echo "${p%/cmdline}"; return 0; fi
-    done
-  done
-  return 1
-}
-
+# shellcheck source=peers/common.sh
+. "$PEERS_DIR/common.sh"
 # shellcheck source=peers/stripefs.sh
 . "$PEERS_DIR/stripefs.sh"
 # shellcheck source=peers/fuse_passthrough.sh
@@ -493,16 +424,6 @@ print_table() {
   fi
   [ -f "$RESULTS/tools.txt" ] && echo "Tools: $(paste -sd '|' "$RESULTS/tools.txt" | sed 's/|/ · /g')."
   return 0
-}
-
-cleanup() {
-  local rc=$?
-  if [ $KEEP = 0 ] && [ -n "${CURRENT_PEER:-}" ]; then
-    log "interrupted during $CURRENT_PEER: tearing it down"
-    ( "${CURRENT_PEER}_teardown" "$DIR/mnt/$CURRENT_PEER" ) >>"$DIR/logs/$CURRENT_PEER.setup.log" 2>&1 || true
-  fi
-  [ $KEEP = 0 ] && ns_down
-  exit $rc
 }
 
 main() {

@@ -4,10 +4,16 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config g++ libleveldb-dev libprotobuf-dev protobuf-compiler
       libboost-dev libgtest-dev libgmock-dev libfuse3-dev fuse3 libibverbs-dev librdmacm-dev
-      attr rsync git tar util-linux procps python3 iproute2 nftables)
+      attr rsync git tar util-linux procps python3 iproute2 nftables gdb)
 # The network-fault test's delay/reorder phases: iptables NFQUEUE rules and
 # sfs-nfq-delay (tests/netfault/nfq_delay.cc) built on libnetfilter-queue.
 pkgs+=(iptables libnetfilter-queue-dev)
+# Erasure-code parity (common/ec/): ISA-L's Reed–Solomon.
+pkgs+=(libisal-dev)
+# Operations (dist/, scripts/package-deb.sh, tests/ops): man pages checked with
+# groff and man, units with systemd-analyze, packages built with dpkg-deb and
+# dpkg-shlibdeps and lintian; ccache lets the package build reuse the main build's objects.
+pkgs+=(groff-base man-db systemd dpkg-dev lintian ccache)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -232,6 +232,11 @@ class File {
   int64_t mtime_ns_ = 0;       // GUARDED_BY(mu_): time of last write
   uint64_t dirty_end_ = 0;     // GUARDED_BY(mu_): highest end of the unreported writes
   bool written_ = false;       // GUARDED_BY(mu_): written in this open
+  // Every write of this handle so far lay in [0, dense_end_) without a gap,
+  // and the file was empty at open (created or O_TRUNC): its blocks are those
+  // of dense_end_ bytes, known without asking the OSSes (see DenseBlocks).
+  bool dense_ = false;         // GUARDED_BY(mu_)
+  uint64_t dense_end_ = 0;     // GUARDED_BY(mu_)
   Status wb_error_;            // GUARDED_BY(mu_): first failed background write, unreported
 };
 
@@ -410,7 +415,12 @@ class Client {
  private:
   explicit Client(std::unique_ptr<Impl> impl);
   // Raises f's size and marks it for the next size report (a write ended at end).
-  void NoteWritten(File& f, uint64_t end);
+  // A write of [off, end) went out (or was queued); dense: it may keep the
+  // handle's blocks estimate (false for fallocate and server-side copies).
+  void NoteWritten(File& f, uint64_t off, uint64_t end, bool dense = true);
+  // The blocks of f's objects for its size report: estimated when f is dense
+  // and the only handle of its inode here, else asked of the OSSes.
+  Result<uint64_t> BlocksOf(File& f);
   // f's unreported background write error (cleared), or OK.
   Status TakeWriteError(File& f);
   // The size/blocks report of Flush, without its barrier.

@@ -53,7 +53,9 @@ const Row kRows[] = {
       .names = [](const MdsRequest& r) { return Named(r.create()); },
       // A create that opened an existing file changed no name.
       .names_changed = [](const MdsResponse& resp) { return resp.open().created(); },
-      .lease_dir = [](const MdsRequest& r) { return r.create().parent(); }}},
+      .lease_dir = [](const MdsRequest& r) { return r.create().parent(); },
+      .acked_at_once = "an O_CREAT open of a file that exists only records the open",
+      .acked_at_once_if = [](const MdsResponse& resp) { return !resp.open().created(); }}},
     {MdsRequest::kMknod,
      {.mutating = true,
       .names = [](const MdsRequest& r) { return Named(r.mknod()); },
@@ -101,11 +103,16 @@ const Row kRows[] = {
       .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.setattr().ino()}; }}},
     {MdsRequest::kSetSize,
      {.mutating = true,
-      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.set_size().ino()}; }}},
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.set_size().ino()}; },
+      .acked_at_once = "a size report: fsync promises it, and waits for its commit"}},
     {MdsRequest::kAppend,
      {.mutating = true,
-      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.append().ino()}; }}},
-    {MdsRequest::kClose, {.mutating = true, .inodes = Closed}},
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.append().ino()}; },
+      .acked_at_once = "reserves an append's range: the size it reaches is fsync's promise"}},
+    {MdsRequest::kClose,
+     {.mutating = true,
+      .inodes = Closed,
+      .acked_at_once = "ends an open and reports a size, as close(2) on ext4 does not sync"}},
     {MdsRequest::kSetxattr,
      {.mutating = true,
       .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> { return {r.setxattr().ino()}; }}},
@@ -135,7 +142,8 @@ const Row kRows[] = {
     {MdsRequest::kOpen,
      {.mutating = true,
       .neutral = "registers an open and changes no attribute or name; the client sends "
-                 "O_TRUNC of an existing file as a SetAttr of its own"}},
+                 "O_TRUNC of an existing file as a SetAttr of its own",
+      .acked_at_once = "the record of an open, re-established by the client after a restart"}},
     {MdsRequest::kMigrateBegin,
      {.mutating = true,
       .neutral = "records the migration and allocates its objects; the file's attributes "
@@ -202,6 +210,12 @@ std::vector<LeaseInval> InodesChanged(const MdsRequest& r) {
   if (e.inodes == nullptr) return out;
   for (uint64_t ino : e.inodes(r)) out.push_back({ino});
   return out;
+}
+
+bool AckWaitsForCommit(const MdsRequest& r, const MdsResponse& resp) {
+  const OpEffects* e = FindOpEffects(r.op_case());
+  if (e == nullptr || e->acked_at_once == nullptr) return true;
+  return e->acked_at_once_if != nullptr && !e->acked_at_once_if(resp);
 }
 
 }  // namespace sfs::mds

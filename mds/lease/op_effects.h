@@ -47,6 +47,14 @@ struct OpEffects {
   // Set iff the op mutates but has neither names nor inodes: why no lease
   // needs revoking.
   const char* neutral = nullptr;
+  // A mutating op's reply waits until its write is durable (commit before
+  // reply, mds/namespace/committer.h) unless this says why it need not: it
+  // records only what fsync, not the reply, promises (a size report, an
+  // open). The commit it starts runs behind the reply.
+  const char* acked_at_once = nullptr;
+  // With acked_at_once: whether a given reply is acked at once after all;
+  // null: always.
+  bool (*acked_at_once_if)(const proto::MdsResponse&) = nullptr;
 };
 
 // The table's entry for op, or null iff op is not in the table (kOpNotSet,
@@ -67,5 +75,8 @@ uint64_t DirOf(const proto::MdsRequest& r);
 std::vector<LeaseInval> DirsChanged(const proto::MdsRequest& r, const proto::MdsResponse& resp);
 // The inodes whose attributes r changes, as attribute-only invalidations.
 std::vector<LeaseInval> InodesChanged(const proto::MdsRequest& r);
+// Whether the reply resp to r must wait until r's write is durable (true for
+// an op not in the table).
+bool AckWaitsForCommit(const proto::MdsRequest& r, const proto::MdsResponse& resp);
 
 }  // namespace sfs::mds

@@ -3,6 +3,9 @@
 // consistent; then a few rows' effects on sample requests.
 #include "mds/lease/op_effects.h"
 
+#include <set>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include <google/protobuf/descriptor.h>
@@ -65,6 +68,36 @@ TEST(OpEffectsTest, AMutatingOpNamesWhatItChangesOrSaysWhyNothing) {
       EXPECT_NE(e->names, nullptr) << f->name() << ": unbinds or changes names it lacks";
     }
   }
+}
+
+// Commit before reply: every mutation's reply waits for its commit, but for
+// the few that record only what fsync promises; a read never says it is exempt.
+TEST(OpEffectsTest, OnlySizeReportsAndOpensAreAckedBeforeTheirCommit) {
+  const google::protobuf::OneofDescriptor* op = OpOneof();
+  std::set<std::string> at_once;
+  for (int i = 0; i < op->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = op->field(i);
+    const OpEffects* e = FindOpEffects(static_cast<MdsRequest::OpCase>(f->number()));
+    if (e == nullptr) continue;
+    if (e->acked_at_once_if != nullptr) EXPECT_NE(e->acked_at_once, nullptr) << f->name();
+    if (e->acked_at_once == nullptr) continue;
+    EXPECT_TRUE(e->mutating) << f->name() << ": a read has no commit to skip";
+    at_once.insert(f->name());
+  }
+  EXPECT_EQ(at_once, (std::set<std::string>{"append", "close", "create", "open", "set_size"}));
+  MdsRequest create;
+  create.mutable_create()->set_parent(1);
+  MdsResponse made, opened;
+  made.mutable_open()->set_created(true);
+  opened.mutable_open()->set_created(false);
+  EXPECT_TRUE(AckWaitsForCommit(create, made)) << "a new name waits for its commit";
+  EXPECT_FALSE(AckWaitsForCommit(create, opened)) << "opening an existing file does not";
+  MdsRequest unlink, close;
+  unlink.mutable_unlink()->set_parent(1);
+  close.mutable_close()->set_ino(5);
+  EXPECT_TRUE(AckWaitsForCommit(unlink, MdsResponse{}));
+  EXPECT_FALSE(AckWaitsForCommit(close, MdsResponse{}));
+  EXPECT_TRUE(AckWaitsForCommit(MdsRequest{}, MdsResponse{})) << "an op not in the table waits";
 }
 
 TEST(OpEffectsTest, AReadChangesNothingAndALookupLeasesItsDirectory) {

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -138,6 +139,7 @@ class LockTable {
   std::map<Key, Resource> res_;                    // GUARDED_BY(mu_)
   std::list<std::pair<LockRequest, Done>> grace_;  // GUARDED_BY(mu_): held for the grace period
   std::unordered_map<uint64_t, int64_t> seen_;     // GUARDED_BY(mu_): clients with locks/waits
+  std::atomic<size_t> tracked_{0};                 // seen_.size(), read without mu_ by Touch
   bool granted_any_ = false;                       // GUARDED_BY(mu_)
   bool stop_ = false;                              // GUARDED_BY(mu_)
   std::thread timer_;

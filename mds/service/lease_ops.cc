@@ -114,23 +114,6 @@ void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
         durable_seq);
 }
 
-// Only what fsync promises is exempt: a size or mtime report (close, the
-// size a write reached, an append's reservation) and the open record of an
-// open. They reply at once, and the commit they start runs behind them.
-static bool AckWaitsForCommit(const MdsRequest& r, const MdsResponse& resp) {
-  switch (r.op_case()) {
-    case MdsRequest::kClose:
-    case MdsRequest::kSetSize:
-    case MdsRequest::kAppend:
-    case MdsRequest::kOpen:
-      return false;
-    case MdsRequest::kCreate:
-      return resp.open().created();
-    default:
-      return true;
-  }
-}
-
 rpc::ReplyFn MdsService::Durably(const MdsRequest& r, const MdsResponse& resp, uint64_t seq,
                                  rpc::ReplyFn done) {
   if (!AckWaitsForCommit(r, resp)) {

@@ -10,7 +10,9 @@
 // restart daemons or that must see an untouched file system.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -96,6 +98,19 @@ class MountedTest : public SharedClusterTest<Derived> {
     Status st = Base::client().SetLayout(kRoot, d->ino, l, false);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
+  void TearDown() override {
+    for (int fd : fds_) ::close(fd);
+    fds_.clear();
+    Base::TearDown();
+  }
+  // open(2) of P(name); fails the test on error. The descriptor is closed at
+  // TearDown unless the test closes it first (then it pops it off fds_).
+  int Open(const std::string& name, int flags, mode_t mode = 0644) {
+    int fd = ::open(P(name).c_str(), flags, mode);
+    EXPECT_GE(fd, 0) << "open " << name << ": " << strerror(errno);
+    if (fd >= 0) fds_.push_back(fd);
+    return fd;
+  }
   std::string P(const std::string& name) const { return dir_ + "/" + name; }
   // The same path through mount i.
   std::string On(int i, const std::string& name) const {
@@ -104,6 +119,7 @@ class MountedTest : public SharedClusterTest<Derived> {
 
   std::string rel_;   // "/<TestName()>", the dir's path inside the file system
   std::string dir_;
+  std::vector<int> fds_;  // opened by Open, closed at TearDown
 };
 
 class ClusterPerTest : public ::testing::Test {

@@ -58,13 +58,14 @@ class Subprocess {
   // Waits for the child to exit; returns its wait status. ETIMEDOUT if it is
   // still running at the deadline.
   Result<int> Wait(std::chrono::milliseconds timeout);
-  // SIGCONT + SIGTERM, then SIGKILL if it has not exited within grace.
-  // Returns the wait status.
+  // SIGCONT + SIGTERM, then SIGKILL if it has not exited within grace (after
+  // dumping its threads' stacks to stderr and its log). Returns the wait status.
   int Terminate(std::chrono::milliseconds grace);
 
  private:
   Subprocess() = default;
   bool Reap(int options);
+  void DumpStacks();
 
   pid_t pid_ = -1;
   int pidfd_ = -1;

@@ -30,16 +30,6 @@ class FuseSpaceTest : public MountedTest<FuseSpaceTest> {
   }
 
  protected:
-  void TearDown() override {
-    for (int fd : fds_) close(fd);
-    MountedTest::TearDown();
-  }
-  int Open(const std::string& name, int flags, mode_t mode = 0644) {
-    int fd = open(P(name).c_str(), flags, mode);
-    EXPECT_GE(fd, 0) << "open " << name << ": " << strerror(errno);
-    if (fd >= 0) fds_.push_back(fd);
-    return fd;
-  }
   // A file of n random bytes (seeded by n), opened O_RDWR.
   int Random(const std::string& name, size_t n, std::string* data) {
     std::mt19937_64 rng(n);
@@ -83,7 +73,6 @@ class FuseSpaceTest : public MountedTest<FuseSpaceTest> {
     }
   }
 
-  std::vector<int> fds_;
 };
 
 // ---- set-id bits ------------------------------------------------------------
