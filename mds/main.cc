@@ -34,6 +34,7 @@
 #include "mds/namespace/namespace.h"
 #include "mds/namespace/ost_registry.h"
 #include "mds/service/mds_service.h"
+#include "mds/service/mirror_resyncer.h"
 #include "mds/service/oss_destroyer.h"
 
 namespace sfs::mds {
@@ -245,6 +246,8 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
                                                                          : 1000));
   queue.Start();
   Housekeeper housekeeper(&ns, &osts, flags.ost_timeout_ms);
+  // Stale mirror copies are resynced once their OSS is back (docs/redundancy.md).
+  MirrorResyncer resyncer(&ns, &osts, io.get(), std::chrono::milliseconds(1000));
   // Leases: only if an earlier instance granted some may a client still hold
   // one, so only then do revocations wait out a grace period after start.
   LeaseOptions lopts;

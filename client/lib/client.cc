@@ -354,6 +354,13 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   MdsClient* mds = impl->mds.get();
   impl->striper = std::make_unique<Striper>(impl->pool.get(), mds->client_id(),
                                             [mds] { return mds->NextXid(); }, opts.rpc_timeout);
+  // Mirror copy states are the file's, not the caller's: asked as root.
+  impl->striper->SetMirrorHooks(MirrorHooks{
+      .mark_stale = [mds](uint64_t ino, std::span<const StripeObject> objects) {
+        return mds->MirrorState(Cred{}, ino, objects, true);
+      },
+      .refresh = [mds](uint64_t ino) { return mds->GetLayout(Cred{}, ino); },
+  });
   if (opts.write_behind_bytes > 0) {
     impl->wb = std::make_unique<WriteBehindQueue>(impl->striper.get(), opts.write_behind_bytes,
                                              std::max(1, opts.write_behind_threads));
@@ -893,6 +900,22 @@ Status Client::PoolRemove(const Cred& c, std::string_view name,
 
 Status Client::PoolDestroy(const Cred& c, std::string_view name) {
   return impl_->mds->Pool(&c, PoolOp::kDestroy, name, {}).status();
+}
+
+Result<LayoutSpec> Client::ResyncMirrors(const Cred& c, uint64_t ino) {
+  // Taken before the copy: the MDS marks the copies ok only if nothing wrote
+  // the file meanwhile (a write the copy missed would be lost).
+  SFS_ASSIGN_OR_RETURN(Attr before, impl_->mds->GetAttr(c, ino));
+  SFS_ASSIGN_OR_RETURN(LayoutSpec l, impl_->mds->GetLayout(c, ino));
+  if (l.Copies() < 2) return Status(EINVAL, "file is not mirrored");
+  std::vector<StripeObject> healed;
+  Status st = ResyncCopies(*impl_->striper, l, &healed);
+  if (!healed.empty()) {
+    SFS_ASSIGN_OR_RETURN(l, impl_->mds->MirrorState(c, ino, healed, false, &before));
+    impl_->striper->Absorb(l);
+  }
+  if (!st.ok()) return st;
+  return l;
 }
 
 Result<LayoutSpec> Client::Migrate(const Cred& c, uint64_t ino, const LayoutSpec& spec) {

@@ -112,9 +112,13 @@ struct Attr {
 struct StripeObject {
   uint32_t ost = 0;
   uint64_t oid = 0;
+  uint32_t mirror = 0;  // which copy of its stripe
+  bool stale = false;   // missed writes: never read, not written; resync it
 };
 
-// A striping layout. For a file, objects lists (OST, object id) per stripe.
+// A striping layout. For a file, objects lists (OST, object id) per stripe,
+// and for a mirrored file (mirror_count 2 or 3) every copy of every stripe:
+// copy m of stripe s at objects[m * stripes + s] (Stripes()).
 // For a directory, it is the default for new children; inherited is true when
 // the directory has none of its own and this is its nearest ancestor's (or the root's).
 struct LayoutSpec {
@@ -122,8 +126,14 @@ struct LayoutSpec {
   int32_t stripe_count = 0;    // 0 = inherit, -1 = all OSTs
   int32_t start_ost = -1;      // -1 = allocator's choice
   std::string pool;
+  uint32_t mirror_count = 0;   // 0 = inherit; 1 = one copy; 2, 3 = mirrored
   std::vector<StripeObject> objects;
   bool inherited = false;
+  uint64_t ino = 0;            // a file's layout: its inode (0 if unknown)
+
+  uint32_t Copies() const { return mirror_count > 1 ? mirror_count : 1; }
+  // How many stripes a file's objects make (each kept Copies() times).
+  uint32_t Stripes() const { return static_cast<uint32_t>(objects.size() / Copies()); }
 };
 
 // SetAttr valid bits (same values as FUSE_SET_ATTR_*).
@@ -385,6 +395,10 @@ class Client {
   // opened for write or written before the swap (nothing changes then).
   // Returns the new layout.
   Result<LayoutSpec> Migrate(const Cred& c, uint64_t ino, const LayoutSpec& spec);
+  // Resyncs a mirrored file's stale copies from good ones (space_ops.h
+  // ResyncCopies) and has the MDS mark them ok; the layout after. Owner or
+  // root. EINVAL if the file is not mirrored.
+  Result<LayoutSpec> ResyncMirrors(const Cred& c, uint64_t ino);
 
   // Walks an absolute path from the root ("/" is the root). Follows no symlinks.
   Result<Attr> ResolvePath(const Cred& c, std::string_view path);

@@ -56,6 +56,13 @@ struct Striper::Piece {
   std::vector<Extent> extents;
   std::vector<uint8_t> gathered;
   ObjectCall* custom = nullptr;  // kCustom: the call it runs
+  // Mirrored layouts: the piece's stripe, which copy of it, and the caller's
+  // piece it is a copy of (Striper::FanOut).
+  uint32_t stripe = 0;
+  uint32_t copy = 0;
+  size_t group = 0;
+  std::chrono::milliseconds timeout{0};  // this call's, if not 0 (a read with copies left)
+  bool fail_fast = false;  // another copy can stand in: CallOptions::fail_fast
 };
 
 namespace {
@@ -121,7 +128,7 @@ Result<layout::Geometry> GeometryOf(const LayoutSpec& l) {
   if (l.objects.empty() || l.stripe_size == 0) {
     return Status(EIO, "file layout has no objects");
   }
-  return layout::Geometry{l.stripe_size, static_cast<uint32_t>(l.objects.size())};
+  return layout::Geometry{l.stripe_size, l.Stripes()};
 }
 
 // Pieces for [off, off + len): one per stripe unit, merged while contiguous in
@@ -145,6 +152,7 @@ std::vector<Piece> SplitRange(const LayoutSpec& l, const layout::Geometry& g, Pi
         p.op = op;
         p.ost = l.objects[e.stripe].ost;
         p.oid = l.objects[e.stripe].oid;
+        p.stripe = e.stripe;
         p.offset = obj_off;
         p.file_offset = file_off;
         out.push_back(p);
@@ -158,16 +166,29 @@ std::vector<Piece> SplitRange(const LayoutSpec& l, const layout::Geometry& g, Pi
   return out;
 }
 
-// One piece per object of the layout.
+// One piece per stripe of the layout (its first copy's object).
 std::vector<Piece> PerObject(const LayoutSpec& l, Piece::Op op) {
-  std::vector<Piece> out(l.objects.size());
-  for (size_t i = 0; i < l.objects.size(); ++i) {
+  std::vector<Piece> out(l.Stripes());
+  for (size_t i = 0; i < out.size(); ++i) {
     out[i].op = op;
     out[i].ost = l.objects[i].ost;
     out[i].oid = l.objects[i].oid;
+    out[i].stripe = static_cast<uint32_t>(i);
   }
   return out;
 }
+
+// A copy's failure that another copy may stand in for: its OSS did not
+// answer, does not serve the OST, or failed the I/O. Not a destroyed object
+// (a stale layout: every copy is gone) nor a refusal of the request itself.
+bool CopyFailed(const Piece& p) {
+  if (p.status.ok() || p.destroyed) return false;
+  if (p.transport_error) return p.status.code() != EPROTO && p.status.code() != EMSGSIZE;
+  return p.status.code() == ESTALE || p.status.code() == EIO;
+}
+
+// How long an OST that failed a call is tried last among a stripe's copies.
+constexpr auto kSuspectFor = std::chrono::seconds(10);
 
 std::string Serialize(const Piece& p, uint64_t client_id) {
   proto::OssRequest req;
@@ -397,8 +418,9 @@ Striper::Striper(OssPool* pool, uint64_t client_id, std::function<uint64_t()> ne
 void Striper::StartAll(const std::vector<Piece*>& pieces, std::chrono::milliseconds timeout) {
   // Every call is started before any is awaited: all stripes' OSSes work at once.
   rpc::CallOptions opts;
-  opts.timeout = timeout;
   for (Piece* p : pieces) {
+    opts.timeout = p->timeout.count() > 0 ? p->timeout : timeout;
+    opts.fail_fast = p->fail_fast;
     p->call.reset();
     Result<OssPool::Route> route = pool_->RouteFor(p->ost);
     if (!route.ok()) {
@@ -430,6 +452,7 @@ void Striper::WaitAll(const std::vector<Piece*>& pieces) {
 }
 
 Status Striper::Run(std::vector<Piece>& pieces) {
+  const std::chrono::milliseconds timeout = timeout_;
   std::vector<Piece*> pending;
   pending.reserve(pieces.size());
   for (Piece& p : pieces) {
@@ -440,10 +463,10 @@ Status Striper::Run(std::vector<Piece>& pieces) {
   auto backoff = std::chrono::milliseconds(50);
   for (int round = 1;; ++round) {
     uint64_t generation = pool_->generation();
-    StartAll(pending, timeout_);
+    StartAll(pending, timeout);
     WaitAll(pending);
     if (std::vector<Piece*> again = TakeBadCrcReads(pending); !again.empty()) {
-      StartAll(again, timeout_);
+      StartAll(again, timeout);
       WaitAll(again);
     }
     // Refused as fenced (sent before another call's timeout raised the
@@ -452,7 +475,7 @@ Status Striper::Run(std::vector<Piece>& pieces) {
     for (int pass = 0; pass < kMaxRounds; ++pass) {
       std::vector<Piece*> again = TakeFenced(pending);
       if (again.empty()) break;
-      StartAll(again, timeout_);
+      StartAll(again, timeout);
       WaitAll(again);
     }
     std::vector<Piece*> failed;
@@ -466,7 +489,7 @@ Status Striper::Run(std::vector<Piece>& pieces) {
     pending.clear();
     for (Piece* p : failed) {
       bool moved = pool_->Find(p->ost) != p->channel;
-      bool early = p->status.code() == ESTALE && Clock::now() - start < timeout_;
+      bool early = p->status.code() == ESTALE && Clock::now() - start < timeout;
       if (moved || early) pending.push_back(p);
       moved_any |= moved;
     }
@@ -486,6 +509,7 @@ Status Striper::Read(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf) 
   SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
   std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kRead, off, buf.size());
   for (Piece& p : pieces) p.in = buf.subspan(p.file_offset - off, p.length);
+  if (l.Copies() > 1) return ReadMirrored(l, pieces);
   return Run(pieces);
 }
 
@@ -494,6 +518,7 @@ Status Striper::Write(const LayoutSpec& l, uint64_t off, std::span<const uint8_t
   SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
   std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kWrite, off, buf.size());
   for (Piece& p : pieces) p.out = buf.subspan(p.file_offset - off, p.length);
+  if (l.Copies() > 1) return RunMirrored(l, pieces);
   return Run(pieces);
 }
 
@@ -501,6 +526,7 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
   std::vector<Piece> pieces;
   std::vector<size_t> first(writes.size() + 1, 0);  // writes[i]'s pieces start at first[i]
   std::vector<bool> split(writes.size(), false);
+  std::vector<std::vector<Status>> groups(writes.size());  // mirrored writes: per piece
   for (size_t i = 0; i < writes.size(); ++i) {
     BatchWrite& w = writes[i];
     first[i] = pieces.size();
@@ -511,16 +537,34 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
       continue;
     }
     split[i] = true;
-    for (Piece& p : SplitRange(*w.layout, *g, Piece::Op::kWrite, w.off, w.buf.size())) {
-      p.out = w.buf.subspan(p.file_offset - w.off, p.length);
-      pieces.push_back(std::move(p));
-    }
+    std::vector<Piece> mine = SplitRange(*w.layout, *g, Piece::Op::kWrite, w.off, w.buf.size());
+    for (Piece& p : mine) p.out = w.buf.subspan(p.file_offset - w.off, p.length);
+    if (w.layout->Copies() > 1) mine = FanOut(*w.layout, mine, &groups[i]);
+    for (Piece& p : mine) pieces.push_back(std::move(p));
   }
   first[writes.size()] = pieces.size();
   RunWrites(pieces);
   const std::span<const Piece> all(pieces);
   for (size_t i = 0; i < writes.size(); ++i) {
-    if (split[i]) writes[i].status = FirstError(all.subspan(first[i], first[i + 1] - first[i]));
+    if (!split[i]) continue;
+    std::span<const Piece> mine = all.subspan(first[i], first[i + 1] - first[i]);
+    if (writes[i].layout->Copies() == 1) {
+      writes[i].status = FirstError(mine);
+      continue;
+    }
+    Settle(*writes[i].layout, mine, &groups[i]);
+    writes[i].status = Status::Ok();
+    for (const Status& st : groups[i]) {
+      if (!st.ok()) {
+        writes[i].status = st;
+        break;
+      }
+    }
+    // No good copy took it: once more as Write does it (asking the MDS for
+    // resynced copies, waiting for a restarting OSS).
+    if (!writes[i].status.ok()) {
+      writes[i].status = Write(*writes[i].layout, writes[i].off, writes[i].buf);
+    }
   }
 }
 
@@ -572,11 +616,13 @@ Status Striper::Truncate(const LayoutSpec& l, uint64_t size) {
   for (size_t i = 0; i < pieces.size(); ++i) {
     pieces[i].offset = layout::ObjectSize(g, static_cast<uint32_t>(i), size);
   }
+  if (l.Copies() > 1) return RunMirrored(l, pieces);
   return Run(pieces);
 }
 
 Status Striper::Sync(const LayoutSpec& l) {
   std::vector<Piece> pieces = PerObject(l, Piece::Op::kSync);
+  if (l.Copies() > 1) return RunMirrored(l, pieces);
   return Run(pieces);
 }
 
@@ -603,10 +649,260 @@ std::string Striper::AddressOf(uint32_t ost) const {
 
 Result<uint64_t> Striper::Blocks(const LayoutSpec& l) {
   std::vector<Piece> pieces = PerObject(l, Piece::Op::kStat);
+  if (l.Copies() > 1) {
+    // Each stripe's blocks from the first good copy that answers, times the
+    // copies (the space a mirrored file takes), so that stat works with an
+    // OSS down. Reads are the fail-over path: a stat piece is a read.
+    SFS_RETURN_IF_ERROR(ReadMirrored(l, pieces));
+    uint64_t blocks = 0;
+    for (const Piece& p : pieces) blocks += p.blocks;
+    return blocks * l.Copies();
+  }
   SFS_RETURN_IF_ERROR(Run(pieces));
   uint64_t blocks = 0;
   for (const Piece& p : pieces) blocks += p.blocks;
   return blocks;
+}
+
+bool Striper::IsStale(const LayoutSpec& l, size_t i) const {
+  const StripeObject& o = l.objects[i];
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find({o.ost, o.oid});
+  return it == states_.end() ? o.stale : it->second;
+}
+
+bool Striper::Absorb(const LayoutSpec& l) {
+  bool healed = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const StripeObject& o : l.objects) {
+    auto [it, added] = states_.try_emplace({o.ost, o.oid}, o.stale);
+    if (!added) {
+      healed |= it->second && !o.stale;
+      it->second = o.stale;
+    }
+  }
+  return healed;
+}
+
+bool Striper::Refresh(const LayoutSpec& l) {
+  if (!hooks_.refresh || l.ino == 0) return false;
+  Result<LayoutSpec> fresh = hooks_.refresh(l.ino);
+  if (!fresh.ok()) {
+    LOG_WARN("cannot refresh the layout of inode " << l.ino << ": " << fresh.status().ToString());
+    return false;
+  }
+  // Objects the cached layout marks stale that the MDS now says are good.
+  bool healed = Absorb(*fresh);
+  for (const StripeObject& o : l.objects) {
+    if (!o.stale) continue;
+    for (const StripeObject& f : fresh->objects) healed |= f.ost == o.ost && f.oid == o.oid && !f.stale;
+  }
+  return healed;
+}
+
+void Striper::NoteFailed(uint32_t ost) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failed_[ost] = Clock::now();
+}
+
+bool Striper::RecentlyFailed(uint32_t ost) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = failed_.find(ost);
+  return it != failed_.end() && Clock::now() - it->second < kSuspectFor;
+}
+
+std::vector<Piece> Striper::FanOut(const LayoutSpec& l, const std::vector<Piece>& pieces,
+                                   std::vector<Status>* group_status, bool fail_fast) {
+  const uint32_t stripes = l.Stripes();
+  group_status->assign(pieces.size(), Status::Ok());
+  std::vector<Piece> out;
+  out.reserve(pieces.size() * l.Copies());
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    bool any = false;
+    const size_t begin = out.size();
+    for (uint32_t m = 0; m < l.Copies(); ++m) {
+      const size_t i = size_t{m} * stripes + pieces[k].stripe;
+      if (IsStale(l, i)) continue;
+      Piece c = pieces[k];
+      c.ost = l.objects[i].ost;
+      c.oid = l.objects[i].oid;
+      c.copy = m;
+      c.group = k;
+      out.push_back(std::move(c));
+      any = true;
+    }
+    // Several copies: one whose OSS refuses connections fails at once (and
+    // is marked stale) rather than holding the write until the timeout.
+    for (size_t c = begin; c < out.size(); ++c) out[c].fail_fast = fail_fast && out.size() - begin > 1;
+    if (!any) {
+      (*group_status)[k] = Status(EIO, "stripe " + std::to_string(pieces[k].stripe) +
+                                           " of inode " + std::to_string(l.ino) +
+                                           " has no good copy");
+    }
+  }
+  return out;
+}
+
+void Striper::Settle(const LayoutSpec& l, std::span<const Piece> copies,
+                     std::vector<Status>* group_status) {
+  struct Group {
+    int ok = 0;
+    const Piece* hard = nullptr;        // a failure no other copy can stand in for
+    std::vector<const Piece*> failed;   // copies whose OSS failed them (CopyFailed)
+  };
+  std::vector<Group> groups(group_status->size());
+  for (const Piece& c : copies) {
+    Group& g = groups[c.group];
+    if (c.status.ok()) {
+      ++g.ok;
+    } else if (CopyFailed(c)) {
+      g.failed.push_back(&c);
+      NoteFailed(c.ost);
+    } else if (g.hard == nullptr) {
+      g.hard = &c;
+    }
+  }
+  std::vector<StripeObject> mark;
+  std::vector<size_t> marked_groups;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    Group& g = groups[k];
+    if (!(*group_status)[k].ok()) continue;
+    if (g.hard != nullptr) {
+      (*group_status)[k] = FirstError(std::span<const Piece>(g.hard, 1));
+    } else if (g.ok == 0 && !g.failed.empty()) {
+      (*group_status)[k] = FirstError(std::span<const Piece>(g.failed[0], 1));
+    } else if (!g.failed.empty()) {
+      for (const Piece* p : g.failed) {
+        bool known = false;
+        for (const StripeObject& o : mark) known |= o.ost == p->ost && o.oid == p->oid;
+        if (!known) mark.push_back(StripeObject{p->ost, p->oid, p->copy, true});
+      }
+      marked_groups.push_back(k);
+    }
+  }
+  if (mark.empty()) return;
+  Status st;
+  if (!hooks_.mark_stale || l.ino == 0) {
+    st = Status(EIO, "a copy failed and its file's inode is unknown: cannot mark it stale");
+  } else {
+    Result<LayoutSpec> after = hooks_.mark_stale(l.ino, mark);
+    if (after.ok()) {
+      Absorb(*after);
+      for (const StripeObject& o : mark) {
+        LOG_WARN("inode " << l.ino << ": copy " << o.mirror << " (OST " << o.ost << " object "
+                          << o.oid << ") missed a write; marked stale");
+      }
+    } else {
+      st = Status(EIO, "cannot mark a failed copy stale: " + after.status().ToString());
+    }
+  }
+  if (st.ok()) return;
+  for (size_t k : marked_groups) (*group_status)[k] = st;
+}
+
+Status Striper::RunMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
+  std::vector<Status> gs;
+  std::vector<Piece> copies = FanOut(l, pieces, &gs);
+  (void)Run(copies);
+  Settle(l, copies, &gs);
+  std::vector<size_t> failed;
+  for (size_t k = 0; k < gs.size(); ++k) {
+    if (!gs[k].ok()) failed.push_back(k);
+  }
+  // Every good copy of some stripe failed: the MDS may know a resynced one,
+  // and without fail_fast a copy's OSS that is restarting may yet answer.
+  if (!failed.empty()) {
+    Refresh(l);
+    std::vector<Piece> again;
+    for (size_t k : failed) again.push_back(pieces[k]);
+    std::vector<Status> gs2;
+    std::vector<Piece> copies2 = FanOut(l, again, &gs2, /*fail_fast=*/false);
+    (void)Run(copies2);
+    Settle(l, copies2, &gs2);
+    for (size_t j = 0; j < failed.size(); ++j) gs[failed[j]] = gs2[j];
+  }
+  for (const Status& st : gs) {
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+Status Striper::ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
+  const uint32_t stripes = l.Stripes(), copies = l.Copies();
+  std::vector<uint32_t> tried(pieces.size(), 0);  // bit m: copy m was asked
+  // Points p at its next good copy not yet asked; false if none is left.
+  auto choose = [&](size_t k) {
+    Piece& p = pieces[k];
+    const uint32_t unit = l.stripe_size == 0 ? 0 : static_cast<uint32_t>(p.file_offset / l.stripe_size);
+    int pick = -1;
+    for (int pass = 0; pass < 2 && pick < 0; ++pass) {
+      for (uint32_t j = 0; j < copies; ++j) {
+        const uint32_t m = (unit / stripes + p.stripe + j) % copies;  // spread over the copies
+        const size_t i = size_t{m} * stripes + p.stripe;
+        if ((tried[k] >> m & 1) != 0 || IsStale(l, i)) continue;
+        if (pass == 0 && RecentlyFailed(l.objects[i].ost)) continue;  // tried last
+        pick = static_cast<int>(m);
+        break;
+      }
+    }
+    if (pick < 0) return false;
+    const size_t i = static_cast<size_t>(pick) * stripes + p.stripe;
+    p.ost = l.objects[i].ost;
+    p.oid = l.objects[i].oid;
+    p.copy = static_cast<uint32_t>(pick);
+    tried[k] |= 1u << pick;
+    return true;
+  };
+  std::vector<size_t> pending;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (choose(k)) {
+      pending.push_back(k);
+    } else {
+      pieces[k].status = Status(EIO, "stripe " + std::to_string(pieces[k].stripe) + " of inode " +
+                                         std::to_string(l.ino) + " has no good copy");
+    }
+  }
+  // How many good copies piece k has not been asked yet.
+  auto left = [&](size_t k) {
+    uint32_t n = 0;
+    for (uint32_t m = 0; m < copies; ++m) {
+      n += (tried[k] >> m & 1) == 0 && !IsStale(l, size_t{m} * stripes + pieces[k].stripe);
+    }
+    return n;
+  };
+  const auto quick = std::min<std::chrono::milliseconds>(kFailoverAfter, timeout_ / copies);
+  bool refreshed = false;
+  while (!pending.empty()) {
+    // Copies still to try after this one: wait `quick`, not the whole timeout.
+    std::vector<Piece> round;
+    for (size_t k : pending) {
+      round.push_back(pieces[k]);
+      round.back().timeout = left(k) > 0 ? quick : std::chrono::milliseconds(0);
+      round.back().fail_fast = left(k) > 0;
+    }
+    (void)Run(round);
+    std::vector<size_t> next, stuck;
+    for (size_t j = 0; j < pending.size(); ++j) {
+      const size_t k = pending[j];
+      pieces[k] = std::move(round[j]);
+      if (!CopyFailed(pieces[k])) continue;
+      NoteFailed(pieces[k].ost);
+      LOG_WARN("OST " << pieces[k].ost << " object " << pieces[k].oid << ": "
+                      << pieces[k].status.ToString() << "; reading another copy");
+      (choose(k) ? next : stuck).push_back(k);
+    }
+    // No copy left to try for some: the MDS may know of a resynced one.
+    if (!stuck.empty() && !refreshed) {
+      refreshed = true;
+      if (Refresh(l)) {
+        for (size_t k : stuck) {
+          if (choose(k)) next.push_back(k);
+        }
+      }
+    }
+    pending = std::move(next);
+  }
+  return FirstError(pieces);
 }
 
 }  // namespace sfs::client

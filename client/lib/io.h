@@ -26,13 +26,32 @@
 // OSS errno (ENOSPC, EINVAL, ...) passes through. A failed Read leaves the
 // buffer's contents unspecified: the caller must not return them.
 //
-// Thread safety: a Striper may be used by many threads at once; its only
-// state is the set of OSSes that refused write_v (under a mutex).
+// Mirrored layouts (LayoutSpec::mirror_count 2 or 3; docs/redundancy.md): a
+// write, truncate or sync goes to every copy not stale, all in flight at
+// once, and succeeds once every such copy has it. A copy whose OSS cannot be
+// reached (or answered EIO/ESTALE) while another copy of the same stripe took
+// the write is marked stale at the MDS (MirrorHooks::mark_stale, durable
+// before it returns) and the write succeeds; if the MDS cannot record that,
+// the write fails with EIO. A read goes to one good copy per piece (spread by
+// stripe unit over the copies, OSTs that failed lately last) and on an
+// unreachable OSS, EIO or ESTALE fails over to the next good copy within the
+// same call; while another good copy is left to try, a read waits at most
+// kFailoverAfter (or timeout / copies, if shorter) for a copy's OSS, so that
+// fail-over fits in the RPC timeout even when connecting to a dead OSS
+// would take all of it. Stale copies are never read nor written. The Striper remembers
+// the states the MDS last reported per object (over the cached layouts,
+// which may be older) and asks the MDS again (MirrorHooks::refresh) before it
+// gives up on a stripe with no good copy left.
+//
+// Thread safety: a Striper may be used by many threads at once; its state
+// (the OSSes that refused write_v, the copy states heard from the MDS and
+// the OSTs that failed lately) is under a mutex.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <span>
@@ -65,8 +84,19 @@ struct ObjectCall {
   bool unknown_op = false;  // the OSS answered EPROTO: one from before the op existed
 };
 
+// How the Striper reaches the MDS about mirror copies (set by the Client).
+struct MirrorHooks {
+  // Records the objects (copies of l.ino's stripes) stale; the layout after.
+  std::function<Result<LayoutSpec>(uint64_t ino, std::span<const StripeObject> objects)>
+      mark_stale;
+  // The file's layout as the MDS has it now.
+  std::function<Result<LayoutSpec>(uint64_t ino)> refresh;
+};
+
 class Striper {
  public:
+  // Longest a mirrored read waits for one copy while another is left.
+  static constexpr std::chrono::milliseconds kFailoverAfter{2000};
   // Largest single OSS read/write this client sends.
   static constexpr uint64_t kMaxPiece = 1 << 20;
 
@@ -106,6 +136,13 @@ class Striper {
   Status Call(std::span<ObjectCall> calls);
   // The address of the OSS serving ost now ("" if none is known).
   std::string AddressOf(uint32_t ost) const;
+  // REQUIRES: called before any I/O.
+  void SetMirrorHooks(MirrorHooks hooks) { hooks_ = std::move(hooks); }
+  // True iff object i of l is stale (by the latest word from the MDS).
+  bool IsStale(const LayoutSpec& l, size_t i) const;
+  // Takes the MDS's word on the states of l's objects; true iff one that was
+  // stale is no longer.
+  bool Absorb(const LayoutSpec& l);
 
   struct Piece;  // one OSS call; defined in io.cc
 
@@ -116,6 +153,19 @@ class Striper {
   void WaitAll(const std::vector<Piece*>& pieces);
   // Runs write pieces, those for one OST as write_v calls (WriteBatch).
   void RunWrites(std::vector<Piece>& pieces);
+  // Mirrored layouts: read pieces with fail-over; mutating pieces copied to
+  // every good copy, run by `run`, then settled per group (a piece of the
+  // caller's, all copies of it) with stale marking. Returns one status per group.
+  Status ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces);
+  std::vector<Piece> FanOut(const LayoutSpec& l, const std::vector<Piece>& pieces,
+                            std::vector<Status>* group_status, bool fail_fast = true);
+  void Settle(const LayoutSpec& l, std::span<const Piece> copies,
+              std::vector<Status>* group_status);
+  // Asks the MDS for l's states again; true iff a stale copy became good.
+  bool Refresh(const LayoutSpec& l);
+  Status RunMirrored(const LayoutSpec& l, std::vector<Piece>& pieces);
+  void NoteFailed(uint32_t ost);
+  bool RecentlyFailed(uint32_t ost) const;
   // False once the OSS now serving ost has refused write_v.
   bool MayVector(uint32_t ost) const;
   void NoteNoVector(const Piece& call);
@@ -126,6 +176,10 @@ class Striper {
   const std::chrono::milliseconds timeout_;
   mutable std::mutex mu_;
   std::set<std::string> no_vector_;  // GUARDED_BY(mu_): OSS addresses that refused write_v
+  // GUARDED_BY(mu_): (ost, oid) -> stale, as the MDS last said.
+  std::map<std::pair<uint32_t, uint64_t>, bool> states_;
+  std::map<uint32_t, std::chrono::steady_clock::time_point> failed_;  // GUARDED_BY(mu_)
+  MirrorHooks hooks_;
 };
 
 }  // namespace sfs::client

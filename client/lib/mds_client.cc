@@ -46,10 +46,13 @@ void ToProto(const LayoutSpec& l, proto::Layout* p) {
   p->set_stripe_count(l.stripe_count);
   p->set_start_ost(l.start_ost);
   p->set_pool(l.pool);
+  p->set_mirror_count(l.mirror_count);
   for (const StripeObject& o : l.objects) {
     proto::StripeObject* po = p->add_objects();
     po->set_ost(o.ost);
     po->set_oid(o.oid);
+    po->set_mirror(o.mirror);
+    po->set_state(o.stale ? proto::OBJECT_STALE : proto::OBJECT_OK);
   }
 }
 
@@ -61,7 +64,10 @@ LayoutSpec FromProto(const proto::Layout& p, bool inherited) {
   l.pool = p.pool();
   l.inherited = inherited;
   l.objects.reserve(p.objects_size());
-  for (const proto::StripeObject& po : p.objects()) l.objects.push_back({po.ost(), po.oid()});
+  l.mirror_count = p.mirror_count();
+  for (const proto::StripeObject& po : p.objects()) {
+    l.objects.push_back({po.ost(), po.oid(), po.mirror(), po.state() != proto::OBJECT_OK});
+  }
   return l;
 }
 
@@ -236,6 +242,7 @@ Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req)
     if (dir.ino != 0) r.attr.dir_attr = std::make_shared<const Attr>(std::move(dir));
   }
   r.layout = FromProto(o.layout(), false);
+  r.layout.ino = r.attr.ino;
   r.created = o.created();
   r.open_id = o.open_id();
   return r;
@@ -561,7 +568,33 @@ Result<LayoutSpec> MdsClient::GetLayout(const Cred& c, uint64_t ino) {
   req.mutable_get_layout()->set_ino(ino);
   proto::MdsResponse resp;
   SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
-  return FromProto(resp.get_layout().layout(), resp.get_layout().inherited());
+  LayoutSpec l = FromProto(resp.get_layout().layout(), resp.get_layout().inherited());
+  l.ino = ino;
+  return l;
+}
+
+Result<LayoutSpec> MdsClient::MirrorState(const Cred& c, uint64_t ino,
+                                          std::span<const StripeObject> objects, bool stale,
+                                          const Attr* idle) {
+  proto::MdsRequest req;
+  proto::MirrorStateReq* m = req.mutable_mirror_state();
+  m->set_ino(ino);
+  if (idle != nullptr) {
+    m->set_if_idle(true);
+    m->set_size(idle->size);
+    m->set_mtime_ns(idle->mtime_ns);
+  }
+  m->set_state(stale ? proto::OBJECT_STALE : proto::OBJECT_OK);
+  for (const StripeObject& o : objects) {
+    proto::StripeObject* po = m->add_objects();
+    po->set_ost(o.ost);
+    po->set_oid(o.oid);
+  }
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+  LayoutSpec l = FromProto(resp.get_layout().layout(), false);
+  l.ino = ino;
+  return l;
 }
 
 Status MdsClient::SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear) {

@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -180,6 +181,11 @@ class MdsClient {
 
   Result<LayoutSpec> GetLayout(const Cred& c, uint64_t ino);
   Status SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear);
+  // Marks copies of a mirrored file stale (or, resynced, ok); the layout after.
+  // idle (marking ok only): refused (EBUSY) if the file is open for write or
+  // no longer has idle's size and mtime.
+  Result<LayoutSpec> MirrorState(const Cred& c, uint64_t ino, std::span<const StripeObject> objects,
+                                 bool stale, const Attr* idle = nullptr);
   Result<std::vector<OstStatus>> GetOstMap(std::string* mds_metrics = nullptr);
 
   // One PoolReq; c may be null for kList. The pools listed (kList only).

@@ -21,7 +21,17 @@ constexpr uint64_t kCopyWindow = 64 << 20;
 
 Result<layout::Geometry> GeometryOf(const LayoutSpec& l) {
   if (l.objects.empty() || l.stripe_size == 0) return Status(EIO, "file layout has no objects");
-  return layout::Geometry{l.stripe_size, static_cast<uint32_t>(l.objects.size())};
+  return layout::Geometry{l.stripe_size, l.Stripes()};
+}
+
+// Object i of l's first copy of stripe `stripe` that is not stale (mirrored
+// layouts; the stripe's first copy if all are).
+const StripeObject& GoodCopy(Striper& s, const LayoutSpec& l, uint32_t stripe) {
+  for (uint32_t m = 0; m < l.Copies(); ++m) {
+    const size_t i = size_t{m} * l.Stripes() + stripe;
+    if (!s.IsStale(l, i)) return l.objects[i];
+  }
+  return l.objects[stripe];
 }
 
 // A piece of a copy: in one stripe unit of both files.
@@ -121,15 +131,19 @@ Status FallocateObjects(Striper& s, const LayoutSpec& l, int mode, uint64_t off,
   for (uint32_t i = 0; i < g.stripe_count; ++i) {
     const uint64_t lo = layout::ObjectSize(g, i, off), hi = layout::ObjectSize(g, i, off + len);
     if (hi <= lo) continue;
-    ObjectCall& c = calls.emplace_back();
-    c.ost = l.objects[i].ost;
-    c.oid = l.objects[i].oid;
-    c.mutates = true;
-    c.fill = [mode, lo, hi](proto::OssRequest& req) {
-      req.mutable_fallocate()->set_mode(static_cast<uint32_t>(mode));
-      req.mutable_fallocate()->set_offset(lo);
-      req.mutable_fallocate()->set_length(hi - lo);
-    };
+    for (uint32_t m = 0; m < l.Copies(); ++m) {  // every good copy of a mirrored file
+      const size_t at = size_t{m} * g.stripe_count + i;
+      if (l.Copies() > 1 && s.IsStale(l, at)) continue;
+      ObjectCall& c = calls.emplace_back();
+      c.ost = l.objects[at].ost;
+      c.oid = l.objects[at].oid;
+      c.mutates = true;
+      c.fill = [mode, lo, hi](proto::OssRequest& req) {
+        req.mutable_fallocate()->set_mode(static_cast<uint32_t>(mode));
+        req.mutable_fallocate()->set_offset(lo);
+        req.mutable_fallocate()->set_length(hi - lo);
+      };
+    }
   }
   return s.Call(calls);
 }
@@ -141,8 +155,8 @@ Result<std::optional<uint64_t>> SeekObjects(Striper& s, const LayoutSpec& l, uin
   std::vector<std::optional<uint64_t>> found(g.stripe_count);  // object offsets
   for (uint32_t i = 0; i < g.stripe_count; ++i) {
     const uint64_t from = layout::ObjectSize(g, i, off);  // object i's first byte at/after off
-    calls[i].ost = l.objects[i].ost;
-    calls[i].oid = l.objects[i].oid;
+    calls[i].ost = GoodCopy(s, l, i).ost;
+    calls[i].oid = GoodCopy(s, l, i).oid;
     calls[i].fill = [from, hole](proto::OssRequest& req) {
       req.mutable_seek()->set_offset(from);
       req.mutable_seek()->set_hole(hole);
@@ -165,6 +179,18 @@ Status CopyObjects(Striper& s, const LayoutSpec& from, uint64_t in_off, const La
                    uint64_t out_off, uint64_t len) {
   SFS_ASSIGN_OR_RETURN(layout::Geometry gi, GeometryOf(from));
   SFS_ASSIGN_OR_RETURN(layout::Geometry go, GeometryOf(to));
+  if (from.Copies() > 1 || to.Copies() > 1) {
+    // Mirrored: through this client, so that the Striper's fan-out, fail-over
+    // and stale marking apply (a server-side copy knows of one copy only).
+    std::vector<uint8_t> buf;
+    for (uint64_t done = 0; done < len;) {
+      buf.resize(std::min<uint64_t>(len - done, 4 << 20));
+      SFS_RETURN_IF_ERROR(s.Read(from, in_off + done, buf));
+      SFS_RETURN_IF_ERROR(s.Write(to, out_off + done, buf));
+      done += buf.size();
+    }
+    return Status::Ok();
+  }
   for (uint64_t done = 0; done < len;) {
     const uint64_t n = std::min(len - done, kCopyWindow);
     SFS_RETURN_IF_ERROR(
@@ -172,6 +198,87 @@ Status CopyObjects(Striper& s, const LayoutSpec& from, uint64_t in_off, const La
     done += n;
   }
   return Status::Ok();
+}
+
+namespace {
+
+// Object size of src (ObjectStat), or its error.
+Result<uint64_t> ObjectSizeOf(Striper& s, const StripeObject& o) {
+  uint64_t size = 0;
+  ObjectCall c;
+  c.ost = o.ost;
+  c.oid = o.oid;
+  c.fill = [](proto::OssRequest& req) { req.mutable_stat(); };
+  c.on_reply = [&size](const proto::OssResponse& r) { size = r.stat().size(); };
+  SFS_RETURN_IF_ERROR(s.Call(std::span<ObjectCall>(&c, 1)));
+  return size;
+}
+
+Status ResyncOne(Striper& s, const StripeObject& src, const StripeObject& dst) {
+  SFS_ASSIGN_OR_RETURN(uint64_t size, ObjectSizeOf(s, src));
+  ObjectCall cut;
+  cut.ost = dst.ost;
+  cut.oid = dst.oid;
+  cut.mutates = true;
+  cut.fill = [size](proto::OssRequest& req) { req.mutable_truncate()->set_size(size); };
+  SFS_RETURN_IF_ERROR(s.Call(std::span<ObjectCall>(&cut, 1)));
+  std::vector<ObjectCall> calls;
+  const std::string address = s.AddressOf(src.ost);
+  for (uint64_t off = 0; off < size; off += kMaxCopyCall) {
+    const uint64_t n = std::min(kMaxCopyCall, size - off);
+    ObjectCall& c = calls.emplace_back();
+    c.ost = dst.ost;
+    c.oid = dst.oid;
+    c.mutates = true;
+    c.fill = [src, off, n, address](proto::OssRequest& req) {
+      proto::ObjCopyReq* copy = req.mutable_copy();
+      copy->set_src_ost(src.ost);
+      copy->set_src_oid(src.oid);
+      copy->set_src_offset(off);
+      copy->set_offset(off);
+      copy->set_length(n);
+      copy->set_src_address(address);
+    };
+  }
+  for (size_t i = 0; i < calls.size(); i += 4) {  // 64 MiB in flight
+    const size_t n = std::min<size_t>(4, calls.size() - i);
+    SFS_RETURN_IF_ERROR(s.Call(std::span<ObjectCall>(calls.data() + i, n)));
+  }
+  // The copy's bytes durable before the MDS is told the copy is good.
+  ObjectCall sync;
+  sync.ost = dst.ost;
+  sync.oid = dst.oid;
+  sync.fill = [](proto::OssRequest& req) { req.mutable_sync(); };
+  return s.Call(std::span<ObjectCall>(&sync, 1));
+}
+
+}  // namespace
+
+Status ResyncCopies(Striper& s, const LayoutSpec& l, std::vector<StripeObject>* healed) {
+  if (l.Copies() < 2) return Status(EINVAL, "file is not mirrored");
+  const uint32_t stripes = l.Stripes();
+  Status first;
+  for (size_t i = 0; i < l.objects.size(); ++i) {
+    if (!l.objects[i].stale) continue;
+    const uint32_t stripe = static_cast<uint32_t>(i % stripes);
+    Status st(EIO, "stripe " + std::to_string(stripe) + " has no good copy to resync from");
+    for (uint32_t m = 0; m < l.Copies(); ++m) {
+      const size_t j = size_t{m} * stripes + stripe;
+      if (l.objects[j].stale) continue;
+      st = ResyncOne(s, l.objects[j], l.objects[i]);
+      if (st.ok()) break;
+      LOG_WARN("resync of OST " << l.objects[i].ost << " object " << l.objects[i].oid
+                                << " from OST " << l.objects[j].ost << ": " << st.ToString());
+    }
+    if (st.ok()) {
+      healed->push_back(l.objects[i]);
+    } else if (first.ok()) {
+      first = Status(st.code(), "copy " + std::to_string(l.objects[i].mirror) + " of stripe " +
+                                    std::to_string(stripe) + " (OST " +
+                                    std::to_string(l.objects[i].ost) + "): " + st.message());
+    }
+  }
+  return first;
 }
 
 }  // namespace sfs::client

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "client/lib/client.h"
 #include "client/lib/io.h"
@@ -40,5 +41,15 @@ Result<std::optional<uint64_t>> SeekObjects(Striper& s, const LayoutSpec& l, uin
 // one file.
 Status CopyObjects(Striper& s, const LayoutSpec& from, uint64_t in_off, const LayoutSpec& to,
                    uint64_t out_off, uint64_t len);
+
+// Resync of a mirrored file (docs/redundancy.md): every stale copy of l is
+// made equal to a good copy of its stripe, by the stale copy's OSS (the
+// object cut to the good copy's size, then OSS copy calls pulling the good
+// copy's bytes). Appends the copies done to *healed (for the MDS to mark ok);
+// a copy that cannot be done is left stale and its failure returned after
+// the others were tried. The caller has the MDS mark them ok only if nothing
+// wrote the file meanwhile (Client::ResyncMirrors: MirrorStateReq.if_idle), as
+// a write landing between the copy's read and its write is not on the copy.
+Status ResyncCopies(Striper& s, const LayoutSpec& l, std::vector<StripeObject>* healed);
 
 }  // namespace sfs::client

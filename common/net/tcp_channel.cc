@@ -80,6 +80,7 @@ class PendingCall {
   bool unhooked = false;  // Wait() gave up: I/O letting go of our buffers must notify
   bool waiting = false;   // a follower: its caller sleeps in Wait() on cv
   bool held = false;      // CallOptions::held: reads only while no other caller waits
+  bool fail_fast = false;  // CallOptions::fail_fast: done at a failed connect
   size_t lane = 0;        // LanedChannel: the lane (Core) it went to; set by its caller
   bool went_out = false;  // some of its frame was handed to a socket
   bool resent = false;    // re-queued after went_out, for a new connection (Response::resent)
@@ -212,6 +213,7 @@ std::shared_ptr<PendingCall> Core::Start(uint16_t service, std::string payload,
   p->bulk_in = bulk_in;
   p->deadline = Clock::now() + opts.timeout;
   p->held = opts.held;
+  p->fail_fast = opts.fail_fast;
   net::FrameHeader h{.kind = net::FrameKind::kRequest, .service = service,
                      .payload_len = static_cast<uint32_t>(p->payload.size()),
                      .bulk_len = static_cast<uint32_t>(bulk_out.size())};
@@ -613,10 +615,26 @@ awaitable<void> Core::ConnectLoop(std::shared_ptr<Core> self) {
       asio::co_spawn(strand_, WriteLoop(self, sock, gen_), asio::detached);
       co_return;
     }
+    std::vector<CallPtr> refused;
     {
       std::lock_guard<std::mutex> l(mu_);
       last_error_ = ec ? ec.message() : "shut down";
+      // CallOptions::fail_fast: done now. Out of pending_, they are not
+      // re-queued at the next connect (outq_ is rebuilt from pending_ then).
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        CallPtr p = it->second;
+        if (!p->fail_fast || p->sending > 0 || p->receiving) {
+          ++it;
+          continue;
+        }
+        it = pending_.erase(it);
+        p->in_map = false;
+        p->status = Status(ECONNREFUSED, "cannot connect to " + address_ + ": " + last_error_);
+        p->done = true;
+        refused.push_back(std::move(p));
+      }
     }
+    for (const CallPtr& p : refused) p->cv.notify_all();
     GrowReconnectDelay();
   }
 }

@@ -158,6 +158,11 @@ struct CallOptions {
   // The server may hold this call (a long poll). The TCP channel then lets
   // its caller read others' replies only while no other caller waits.
   bool held = false;
+  // Fail the call with ECONNREFUSED as soon as an attempt to connect fails
+  // while it waits, instead of waiting (until the timeout) for the server to
+  // come back: for a caller with somewhere else to go (another mirror copy).
+  // TCP channel only; others ignore it.
+  bool fail_fast = false;
 };
 
 class PendingCall;  // opaque; owned through shared_ptr

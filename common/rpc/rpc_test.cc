@@ -200,6 +200,29 @@ TEST_F(RpcTest, UnreachableServerFailsWithEconnrefused) {
   EXPECT_EQ(st.code(), ECONNREFUSED) << st.ToString();
 }
 
+TEST_F(RpcTest, FailFastCallEndsAtTheFirstRefusedConnect) {
+  uint16_t port = server_->port();
+  server_->Stop();
+  server_.reset();
+  auto ch = io_->MakeTcpChannel("127.0.0.1:" + std::to_string(port));
+  Response r;
+  CallOptions opts{std::chrono::milliseconds(20000)};
+  opts.fail_fast = true;
+  auto start = std::chrono::steady_clock::now();
+  Status st = ch->Call(kServiceMds, "x", {}, {}, &r, opts);
+  EXPECT_EQ(st.code(), ECONNREFUSED) << st.ToString();
+  // Well before the 20 s deadline a plain call would wait out.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // A server back on the port: the channel still connects and serves calls.
+  ServerOptions sopts;
+  sopts.port = port;
+  auto s = StartTcpServer(sopts, &handler_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  server_ = std::move(*s);
+  ASSERT_TRUE(ch->Call(kServiceMds, "back", {}, {}, &r, opts).ok());
+  EXPECT_EQ(r.payload, "re:back");
+}
+
 TEST_F(RpcTest, ChannelReconnectsAfterServerRestartOnTheSamePort) {
   Response r;
   ASSERT_TRUE(chan_->Call(kServiceMds, "one", {}, {}, &r).ok());

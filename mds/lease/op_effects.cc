@@ -126,6 +126,11 @@ const Row kRows[] = {
       .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> {
         return {r.set_layout().ino()};
       }}},
+    {MdsRequest::kMirrorState,
+     {.mutating = true,
+      .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> {
+        return {r.mirror_state().ino()};
+      }}},
     {MdsRequest::kMigrateCommit,
      {.mutating = true,
       .inodes = [](const MdsRequest& r) -> std::vector<uint64_t> {

@@ -20,6 +20,15 @@
 // be a member. An inherited default is clamped to the pool's OSTs at create;
 // if its pool was destroyed or emptied meanwhile, the file is placed on all
 // OSTs without a pool, as Lustre does, rather than failing every create.
+//
+// Mirrors: mirror_count N (1..3; 0 = inherit) keeps N copies of every stripe
+// object, the copies of one stripe on N distinct OSTs (copy m of stripe s is
+// objects[m * stripe_count + s]). Copy 0 takes the allocator's picks; copy m
+// of a stripe takes the OST m places after copy 0's in the ring of all
+// candidate OSTs, skipping any its stripe already uses, so that copies spread
+// as evenly as the stripes do. N larger than the OSTs up (or the pool's) is
+// EINVAL at setstripe and at create; changing N on a file with data is
+// EINVAL (the copies would not hold the data).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -34,6 +43,7 @@ namespace {
 constexpr uint64_t kMaxStripeSize = uint64_t{4} << 30;
 constexpr int32_t kMaxStripeCount = 2000;
 constexpr int kMaxDepth = 4096;
+constexpr uint32_t kMaxMirrors = 3;
 
 proto::Layout RootDefault() {
   proto::Layout l;
@@ -44,7 +54,8 @@ proto::Layout RootDefault() {
 }
 
 bool SetsAnything(const proto::Layout& l) {
-  return l.stripe_size() != 0 || l.stripe_count() != 0 || !l.pool().empty();
+  return l.stripe_size() != 0 || l.stripe_count() != 0 || !l.pool().empty() ||
+         l.mirror_count() != 0;
 }
 
 // want's non-zero fields over base's.
@@ -55,6 +66,7 @@ proto::Layout Merge(const proto::Layout& want, const proto::Layout& base) {
   if (want.stripe_size() != 0) l.set_stripe_size(want.stripe_size());
   if (want.stripe_count() != 0) l.set_stripe_count(want.stripe_count());
   if (!want.pool().empty()) l.set_pool(want.pool());
+  if (want.mirror_count() != 0) l.set_mirror_count(want.mirror_count());
   l.set_start_ost(want.start_ost());
   return l;
 }
@@ -85,9 +97,20 @@ Status Namespace::ValidateLayout(const proto::Layout& l, bool for_setstripe) con
   }
   int32_t count = l.stripe_count();
   if (count < -1 || count > kMaxStripeCount) return Status::Errno(EINVAL, "bad stripe_count");
+  if (l.mirror_count() > kMaxMirrors) {
+    return Status::Errno(EINVAL, "mirror_count must be 1, 2 or 3");
+  }
+  if (l.ec_data() != 0 || l.ec_parity() != 0) {
+    return Status::Errno(EINVAL, "erasure-coded layouts are not supported yet");
+  }
   if (!for_setstripe) return Status::Ok();
   if (count > 0 && static_cast<size_t>(count) > osts_->UpCount()) {
     return Status::Errno(EINVAL, "stripe_count exceeds the OSTs up");
+  }
+  if (l.mirror_count() > 1 && l.mirror_count() > osts_->UpCount()) {
+    return Status::Errno(EINVAL, "mirror_count " + std::to_string(l.mirror_count()) +
+                                     " exceeds the " + std::to_string(osts_->UpCount()) +
+                                     " OSTs up (each copy needs its own OST)");
   }
   if (l.start_ost() >= 0 && static_cast<size_t>(l.start_ost()) >= osts_->KnownCount()) {
     return Status::Errno(EINVAL, "no such OST");
@@ -104,6 +127,11 @@ Status Namespace::ValidatePool(const proto::Layout& l) const {
                                      l.pool() + "'");
   }
   if (up == 0) return Status::Errno(EINVAL, "pool '" + l.pool() + "' has no OST up");
+  if (l.mirror_count() > 1 && l.mirror_count() > up) {
+    return Status::Errno(EINVAL, "mirror_count " + std::to_string(l.mirror_count()) +
+                                     " exceeds the " + std::to_string(up) + " OSTs up in pool '" +
+                                     l.pool() + "'");
+  }
   if (l.start_ost() >= 0 &&
       std::find(members.begin(), members.end(), static_cast<uint32_t>(l.start_ost())) ==
           members.end()) {
@@ -137,14 +165,44 @@ Result<proto::Layout> Namespace::AllocateLayout(const proto::Layout& want,
   std::vector<uint32_t> picks =
       osts_->Pick(l.stripe_count(), l.start_ost(), allowed ? &*allowed : nullptr);
   if (picks.empty()) return Status::Errno(ENOSPC, "no OSTs registered");
-  for (uint32_t ost : picks) {
+  const uint32_t mirrors = std::max<uint32_t>(l.mirror_count(), 1);
+  std::vector<uint32_t> ring;
+  if (mirrors > 1) ring = osts_->Pick(-1, -1, allowed ? &*allowed : nullptr);
+  SFS_ASSIGN_OR_RETURN(std::vector<uint32_t> all, PlaceMirrors(picks, ring, mirrors));
+  for (size_t i = 0; i < all.size(); ++i) {
     SFS_ASSIGN_OR_RETURN(uint64_t oid, AllocOid());
     proto::StripeObject* o = l.add_objects();
-    o->set_ost(ost);
+    o->set_ost(all[i]);
     o->set_oid(oid);
+    o->set_mirror(static_cast<uint32_t>(i / picks.size()));
   }
   l.set_stripe_count(static_cast<int32_t>(picks.size()));
+  if (mirrors == 1) l.clear_mirror_count();
   return l;
+}
+
+Result<std::vector<uint32_t>> PlaceMirrors(const std::vector<uint32_t>& picks,
+                                           const std::vector<uint32_t>& ring, uint32_t mirrors) {
+  std::vector<uint32_t> out = picks;
+  if (mirrors <= 1) return out;
+  if (ring.size() < mirrors) {
+    return Status::Errno(EINVAL, "mirror_count " + std::to_string(mirrors) + " exceeds the " +
+                                     std::to_string(ring.size()) +
+                                     " OSTs available (each copy needs its own OST)");
+  }
+  out.resize(picks.size() * mirrors);
+  for (size_t s = 0; s < picks.size(); ++s) {
+    auto at = std::find(ring.begin(), ring.end(), picks[s]);
+    size_t base = at == ring.end() ? s : static_cast<size_t>(at - ring.begin());
+    std::vector<uint32_t> used{picks[s]};
+    for (uint32_t m = 1; m < mirrors; ++m) {
+      size_t k = base + m;
+      while (std::find(used.begin(), used.end(), ring[k % ring.size()]) != used.end()) ++k;
+      used.push_back(ring[k % ring.size()]);
+      out[m * picks.size() + s] = ring[k % ring.size()];
+    }
+  }
+  return out;
 }
 
 Status Namespace::GetLayout(uint64_t ino, proto::GetLayoutResp* out) {
@@ -183,6 +241,11 @@ Status Namespace::SetLayout(const OpCtx& ctx, const proto::SetLayoutReq& req) {
         if (!def.pool().empty()) SFS_RETURN_IF_ERROR(ValidatePool(def));
         *node->mutable_layout() = def;
       } else {
+        if (node->attr().size() > 0 && req.layout().mirror_count() != 0 &&
+            std::max<uint32_t>(req.layout().mirror_count(), 1) !=
+                std::max<uint32_t>(node->layout().mirror_count(), 1)) {
+          return Status::Errno(EINVAL, "cannot change the mirror count of a file with data");
+        }
         if (node->attr().size() > 0) return Status::Errno(EBUSY, "file has data");
         SFS_ASSIGN_OR_RETURN(proto::Layout fresh, AllocateLayout(req.layout(), node->layout()));
         EnqueueDestroy(txn, node->layout());
@@ -191,6 +254,70 @@ Status Namespace::SetLayout(const OpCtx& ctx, const proto::SetLayoutReq& req) {
     }
     node->mutable_attr()->set_ctime_ns(txn.now());
     txn.Dirty(req.ino());
+    return Status::Ok();
+  });
+}
+
+Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req,
+                              proto::GetLayoutResp* out) {
+  if (req.state() != proto::OBJECT_OK && req.state() != proto::OBJECT_STALE) {
+    return Status::Errno(EINVAL, "a copy can only be marked ok or stale");
+  }
+  return Mutate(ctx, out, [&](Txn& txn) -> Status {
+    SFS_ASSIGN_OR_RETURN(proto::InodeRec * node, txn.Inode(req.ino()));
+    if (!S_ISREG(node->attr().mode())) return Status::Errno(EINVAL, "not a regular file");
+    proto::Layout* l = node->mutable_layout();
+    if (l->mirror_count() < 2) return Status::Errno(EINVAL, "file is not mirrored");
+    if (req.state() == proto::OBJECT_OK && !OwnerOrRoot(ctx.cred, node->attr())) {
+      return Status::Errno(EPERM, "not the owner");
+    }
+    if (req.if_idle() && opens_.WriteOpenCount(req.ino()) > 0) {
+      return Status::Errno(EBUSY, "file is open for write; resync it once it is closed");
+    }
+    if (req.if_idle() && (node->attr().size() != req.size() ||
+                          node->attr().mtime_ns() != req.mtime_ns())) {
+      return Status::Errno(EBUSY, "file was written during the resync; run it again");
+    }
+    const int stripes = l->stripe_count();
+    bool changed = false;
+    for (const proto::StripeObject& want : req.objects()) {
+      int found = -1;
+      for (int i = 0; i < l->objects_size(); ++i) {
+        if (l->objects(i).ost() == want.ost() && l->objects(i).oid() == want.oid()) found = i;
+      }
+      if (found < 0) {
+        return Status::Errno(ESTALE, "object " + std::to_string(want.oid()) + " on OST " +
+                                         std::to_string(want.ost()) + " is not in the layout");
+      }
+      if (req.state() == proto::OBJECT_STALE) {
+        // Never the last good copy of a stripe: that would lose the stripe.
+        int good = 0;
+        for (int i = found % stripes; i < l->objects_size(); i += stripes) {
+          if (i != found && l->objects(i).state() == proto::OBJECT_OK) ++good;
+        }
+        if (good == 0 && l->objects(found).state() == proto::OBJECT_OK) {
+          return Status::Errno(EIO, "object " + std::to_string(want.oid()) + " on OST " +
+                                        std::to_string(want.ost()) +
+                                        " is the last good copy of its stripe");
+        }
+      }
+      if (l->objects(found).state() != req.state()) {
+        l->mutable_objects(found)->set_state(req.state());
+        changed = true;
+      }
+    }
+    *out->mutable_layout() = *l;
+    if (changed && req.state() == proto::OBJECT_STALE) {
+      const uint64_t ino = req.ino();
+      txn.OnCommit([this, ino] {
+        std::lock_guard<std::mutex> lock(resync_mu_);
+        resync_wanted_.insert(ino);
+      });
+    }
+    if (changed) {
+      node->mutable_attr()->set_ctime_ns(txn.now());
+      txn.Dirty(req.ino());
+    }
     return Status::Ok();
   });
 }

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <shared_mutex>
@@ -65,6 +66,13 @@ struct OpCtx {
   uint64_t client_id = 0;
   uint64_t xid = 0;
 };
+
+// Places mirror copies (layout.cc): copy 0 of stripe s on picks[s], copy m
+// on the OST m places after it in ring (all candidate OSTs), skipping OSTs
+// its stripe already uses. Returns mirrors * picks.size() OSTs, copy-major;
+// EINVAL when ring has fewer than `mirrors` OSTs.
+Result<std::vector<uint32_t>> PlaceMirrors(const std::vector<uint32_t>& picks,
+                                           const std::vector<uint32_t>& ring, uint32_t mirrors);
 
 struct NamespaceOptions {
   size_t reply_cache_entries = 65536;
@@ -131,6 +139,9 @@ class Namespace {
   Status SetXattr(const OpCtx& ctx, const proto::SetXattrReq& req);
   Status RemoveXattr(const OpCtx& ctx, const proto::RemoveXattrReq& req);
   Status SetLayout(const OpCtx& ctx, const proto::SetLayoutReq& req);
+  // Marks copies of a mirrored file stale or ok (mds.proto MirrorStateReq).
+  Status MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req,
+                     proto::GetLayoutResp* out);
 
   // --- OST pools (pool.cc): POOL_LIST reads, the other ops mutate (root only) ---
   Status Pool(const OpCtx& ctx, const proto::PoolReq& req, proto::PoolResp* out);
@@ -155,6 +166,16 @@ class Namespace {
   const OpenTable& opens() const { return opens_; }  // metrics
   // Times every metadata commit's sync there (metrics); null = none.
   void set_commit_histogram(metrics::Histogram* h) { committer_.set_sync_histogram(h); }
+  int WriteOpenCount(uint64_t ino) const { return opens_.WriteOpenCount(ino); }
+  // Files a copy was marked stale in since this start (MirrorResyncer).
+  std::vector<uint64_t> ResyncWanted() const {
+    std::lock_guard<std::mutex> lock(resync_mu_);
+    return {resync_wanted_.begin(), resync_wanted_.end()};
+  }
+  void ResyncDone(uint64_t ino) {
+    std::lock_guard<std::mutex> lock(resync_mu_);
+    resync_wanted_.erase(ino);
+  }
 
  private:
   using Body = std::function<Status(Txn&)>;
@@ -221,6 +242,8 @@ class Namespace {
   Result<bool> DirEmpty(uint64_t ino);
   Status CheckNotAncestor(Txn& txn, uint64_t dir, uint64_t start);
 
+  mutable std::mutex resync_mu_;
+  std::set<uint64_t> resync_wanted_;  // GUARDED_BY(resync_mu_)
   KvStore* const store_;
   OstRegistry* const osts_;
   const NamespaceOptions opts_;

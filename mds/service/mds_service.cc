@@ -124,6 +124,9 @@ class Writes {
   void SetXattr() { Done(ns_->SetXattr(ctx_, r_.setxattr())); }
   void RemoveXattr() { Done(ns_->RemoveXattr(ctx_, r_.removexattr())); }
   void SetLayout() { Done(ns_->SetLayout(ctx_, r_.set_layout())); }
+  void MirrorState() {
+    Done(ns_->MirrorState(ctx_, r_.mirror_state(), out_->mutable_get_layout()));
+  }
   void Pool() { Done(ns_->Pool(ctx_, r_.pool(), out_->mutable_pool())); }
   void MigrateBegin() {
     Done(ns_->MigrateBegin(ctx_, r_.migrate_begin(), out_->mutable_migrate_begin()));
@@ -191,6 +194,7 @@ bool DispatchWrite(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
     case MdsRequest::kSetxattr: h.SetXattr(); return true;
     case MdsRequest::kRemovexattr: h.RemoveXattr(); return true;
     case MdsRequest::kSetLayout: h.SetLayout(); return true;
+    case MdsRequest::kMirrorState: h.MirrorState(); return true;
     case MdsRequest::kPool: h.Pool(); return true;
     case MdsRequest::kMigrateBegin: h.MigrateBegin(); return true;
     case MdsRequest::kMigrateCommit: h.MigrateCommit(); return true;

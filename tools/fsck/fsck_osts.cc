@@ -192,12 +192,21 @@ void Checker::CheckMissingObjects(const std::set<uint32_t>& checked) {
         l.stripe_size() == 0) {
       continue;
     }
+    // A mirrored file: every copy of that stripe but stale ones (a copy that
+    // missed the creating write may not exist until it is resynced).
+    const int copies = std::max<int>(static_cast<int>(l.mirror_count()), 1);
+    const int stripes = std::max(l.objects_size() / copies, 1);
     uint64_t stripe = (rec.attr().size() - 1) / l.stripe_size();
-    const proto::StripeObject& o = l.objects(static_cast<int>(stripe % l.objects_size()));
-    if (!checked.count(o.ost()) || present_.count({o.ost(), o.oid()})) continue;
-    Add("inode " + std::to_string(ino) + " (size " + std::to_string(rec.attr().size()) +
-            "): object " + ObjName(o.ost(), o.oid()) + " holding its last byte is missing",
-        false);
+    for (int m = 0; m < copies; ++m) {
+      const int at = m * stripes + static_cast<int>(stripe % static_cast<uint64_t>(stripes));
+      if (at >= l.objects_size()) break;
+      const proto::StripeObject& o = l.objects(at);
+      if (o.state() != proto::OBJECT_OK) continue;
+      if (!checked.count(o.ost()) || present_.count({o.ost(), o.oid()})) continue;
+      Add("inode " + std::to_string(ino) + " (size " + std::to_string(rec.attr().size()) +
+              "): object " + ObjName(o.ost(), o.oid()) + " holding its last byte is missing",
+          false);
+    }
   }
 }
 

@@ -16,6 +16,7 @@ int RunServers(int argc, char** argv);
 int RunFind(int argc, char** argv);
 int RunPool(int argc, char** argv);
 int RunMigrate(int argc, char** argv);
+int RunMirror(int argc, char** argv);  // mirror resync
 int RunFsck(int argc, char** argv);  // exit 0 clean, 1 problems, 2 usage, 8 error
 int RunStats(int argc, char** argv);  // stats.cc: one scrape of the /metrics endpoints
 int RunTop(int argc, char** argv);    // top.cc: a live view of them

@@ -127,7 +127,7 @@ class OnlineChecker {
     auto l = c_->GetLayout(cred_, a.ino);
     if (!l.ok()) return Problem(path + ": getstripe: " + l.status().ToString());
     if (l->objects.empty() || l->stripe_size == 0) return;
-    const client::StripeObject& o = l->objects[((a.size - 1) / l->stripe_size) % l->objects.size()];
+    const client::StripeObject& o = l->objects[((a.size - 1) / l->stripe_size) % l->Stripes()];
     auto exists = Stat(o.ost, o.oid);
     if (!exists.ok()) {
       return Problem(path + ": object " + std::to_string(o.ost) + ":" + std::to_string(o.oid) +

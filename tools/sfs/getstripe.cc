@@ -23,7 +23,12 @@ constexpr const char* kHelp =
     "  -d, --directory    show a directory itself, not its entries (the default without -r)\n"
     "  -r, --recursive    walk directories and show every file and directory below\n"
     "      --json         one JSON object per line: {\"path\",\"type\",\"stripe_count\",\n"
-    "                     \"stripe_size\",\"stripe_offset\",\"pool\",\"inherited\",\"objects\":[{\"ost\",\"oid\"}]}\n"
+    "                     \"stripe_size\",\"stripe_offset\",\"pool\",\"mirror_count\",\"inherited\",\n"
+    "                     \"objects\":[{\"ost\",\"oid\",\"mirror\",\"state\"}]}\n"
+    "\n"
+    "A mirrored file (mirror_count 2 or 3) lists every copy of every stripe, each with\n"
+    "its state: ok, or stale (it missed writes while its OSS was away; 'sfs mirror\n"
+    "resync' brings it back).\n"
     "      --mds HOST:PORT\n"
     "\n"
     "examples:\n"
@@ -46,8 +51,21 @@ void PrintText(const std::string& path, const client::Attr& a, const client::Lay
   int32_t offset = l.objects.empty() ? l.start_ost : static_cast<int32_t>(l.objects[0].ost);
   os << "stripe_offset: " << offset << "\n";
   os << "pool:          " << (l.pool.empty() ? "-" : l.pool) << "\n";
+  if (l.mirror_count > 1 || (S_ISDIR(a.mode) && l.mirror_count != 0)) {
+    os << "mirror_count:  " << l.mirror_count << "\n";
+  }
   if (S_ISDIR(a.mode)) {
     os << "layout:        " << (l.inherited ? "inherited" : "set on this directory") << "\n";
+  } else if (l.Copies() > 1) {
+    os << "\tmirror\tstripe\tobdidx\t\t objid\tstate\n";
+    for (size_t i = 0; i < l.objects.size(); ++i) {
+      const auto& o = l.objects[i];
+      char line[96];
+      std::snprintf(line, sizeof(line), "\t%6u\t%6zu\t%6u\t%#14llx\t%s\n", o.mirror,
+                    i % l.Stripes(), o.ost, static_cast<unsigned long long>(o.oid),
+                    o.stale ? "stale" : "ok");
+      os << line;
+    }
   } else {
     os << "\tobdidx\t\t objid\n";
     for (const auto& o : l.objects) {
@@ -65,10 +83,12 @@ void PrintJson(const std::string& path, const client::Attr& a, const client::Lay
   os << "{\"path\":" << JsonString(path) << ",\"type\":\"" << (S_ISDIR(a.mode) ? "dir" : "file")
      << "\",\"ino\":" << a.ino << ",\"stripe_count\":" << l.stripe_count
      << ",\"stripe_size\":" << l.stripe_size << ",\"stripe_offset\":" << offset
-     << ",\"pool\":" << JsonString(l.pool) << ",\"inherited\":" << (l.inherited ? "true" : "false")
-     << ",\"objects\":[";
+     << ",\"pool\":" << JsonString(l.pool) << ",\"mirror_count\":" << l.mirror_count
+     << ",\"inherited\":" << (l.inherited ? "true" : "false") << ",\"objects\":[";
   for (size_t i = 0; i < l.objects.size(); ++i) {
-    os << (i ? "," : "") << "{\"ost\":" << l.objects[i].ost << ",\"oid\":" << l.objects[i].oid << "}";
+    os << (i ? "," : "") << "{\"ost\":" << l.objects[i].ost << ",\"oid\":" << l.objects[i].oid
+       << ",\"mirror\":" << l.objects[i].mirror << ",\"state\":\""
+       << (l.objects[i].stale ? "stale" : "ok") << "\"}";
   }
   os << "]}\n";
   std::fputs(os.str().c_str(), stdout);

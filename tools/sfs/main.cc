@@ -16,7 +16,7 @@ constexpr const char* kUsage =
     "paths on a mounted StripeFS, or with --mds HOST:PORT paths inside the file system.\n"
     "\n"
     "commands:\n"
-    "  setstripe [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] PATH   set a layout\n"
+    "  setstripe [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] [-N COPIES] PATH  set a layout\n"
     "  setstripe -d DIR                                               remove a directory default\n"
     "  getstripe [-v] [-d] [-r] [--json] PATH...                      show layouts\n"
     "  df [-h] [-i] [--json] [PATH]                                   space per OST\n"
@@ -24,6 +24,7 @@ constexpr const char* kUsage =
     "  find PATH [--stripe-count N] [--stripe-size S] [--ost I] [--pool P] [--size [+-]N] [--type f|d]\n"
     "  pool create|add|remove|list|destroy NAME [OST_INDEX...]        OST pools\n"
     "  migrate [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] FILE...  restripe files with data\n"
+    "  mirror resync [-v] FILE...                                     resync stale mirror copies\n"
     "  fsck --mds-data DIR [--ost DIR]... [--repair] | --mds HOST:PORT  check the file system\n"
     "  stats [--json] [--mds HOST:PORT] [METRICS_HOST:PORT...]        the daemons' metrics, once\n"
     "  top [--once] [--mds HOST:PORT] [METRICS_HOST:PORT...]          live per-OSS/per-job rates\n"
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   if (cmd == "find") return RunFind(sub_argc, sub_argv);
   if (cmd == "pool") return RunPool(sub_argc, sub_argv);
   if (cmd == "migrate") return RunMigrate(sub_argc, sub_argv);
+  if (cmd == "mirror") return RunMirror(sub_argc, sub_argv);
   if (cmd == "fsck") return RunFsck(sub_argc, sub_argv);
   if (cmd == "stats") return RunStats(sub_argc, sub_argv);
   if (cmd == "top") return RunTop(sub_argc, sub_argv);

@@ -13,7 +13,7 @@ namespace sfs::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: sfs setstripe [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] PATH\n"
+    "usage: sfs setstripe [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] [-N COPIES] PATH\n"
     "       sfs setstripe -d DIR\n"
     "\n"
     "On a directory: set the default layout its new files and subdirectories inherit.\n"
@@ -24,12 +24,16 @@ constexpr const char* kHelp =
     "  -S, --stripe-size SIZE     bytes per stripe, K/M/G suffixes, a multiple of 64K\n"
     "  -i, --stripe-index I       OST of the first stripe (-1 = allocator's choice)\n"
     "  -p, --pool POOL            place stripes only on the OSTs of POOL\n"
+    "  -N, --mirror-count N       keep N copies (1, 2 or 3) of every stripe, each on\n"
+    "                             its own OST: a lost OSS loses nothing (not on a file\n"
+    "                             with data)\n"
     "  -d, --delete               remove DIR's default layout (inherit the parent's again)\n"
     "      --mds HOST:PORT        PATH is inside the file system served by this MDS\n"
     "\n"
     "examples:\n"
     "  sfs setstripe -c 4 -S 1M /mnt/sfs/checkpoints     # new files 4 wide, 1 MiB stripes\n"
     "  sfs setstripe -c -1 /mnt/sfs/datasets/big.bin     # new empty file over all OSTs\n"
+    "  sfs setstripe -N 2 -c 2 /mnt/sfs/ckpt             # new files mirrored twice\n"
     "  sfs setstripe -d /mnt/sfs/checkpoints             # back to the inherited default\n";
 
 struct Args {
@@ -45,10 +49,11 @@ int ParseArgs(int argc, char** argv, Args* a) {
       {"stripe-count", required_argument, nullptr, 'c'}, {"stripe-size", required_argument, nullptr, 'S'},
       {"stripe-index", required_argument, nullptr, 'i'}, {"pool", required_argument, nullptr, 'p'},
       {"delete", no_argument, nullptr, 'd'},             {"mds", required_argument, nullptr, 'M'},
+      {"mirror-count", required_argument, nullptr, 'N'},
       {"help", no_argument, nullptr, 'h'},               {nullptr, 0, nullptr, 0}};
   optind = 1;
   int opt;
-  while ((opt = getopt_long(argc, argv, "c:S:i:p:dh", kLong, nullptr)) != -1) {
+  while ((opt = getopt_long(argc, argv, "c:S:i:p:N:dh", kLong, nullptr)) != -1) {
     char* end = nullptr;
     switch (opt) {
       case 'c':
@@ -78,6 +83,16 @@ int ParseArgs(int argc, char** argv, Args* a) {
         a->any = true;
         break;
       case 'p': a->spec.pool = optarg; a->any = true; break;
+      case 'N': {
+        long n = std::strtol(optarg, &end, 10);
+        if (*end != '\0' || n < 1 || n > 3) {
+          std::fprintf(stderr, "sfs setstripe: bad mirror count '%s' (1, 2 or 3)\n", optarg);
+          return 2;
+        }
+        a->spec.mirror_count = static_cast<uint32_t>(n);
+        a->any = true;
+        break;
+      }
       case 'd': a->remove = true; break;
       case 'h': std::fputs(kHelp, stdout); return 0;
       default:
@@ -110,6 +125,11 @@ Status CheckAgainstPool(Target& t, const client::LayoutSpec& spec,
     return Status(EINVAL, "stripe count " + std::to_string(spec.stripe_count) + " exceeds the " +
                               std::to_string(up) + " OSTs up in pool '" + spec.pool + "'");
   }
+  if (static_cast<int32_t>(spec.mirror_count) > up) {
+    return Status(EINVAL, "mirror count " + std::to_string(spec.mirror_count) + " exceeds the " +
+                              std::to_string(up) + " OSTs up in pool '" + spec.pool +
+                              "' (each copy needs its own OST)");
+  }
   return Status::Ok();
 }
 
@@ -119,6 +139,11 @@ Status CheckAgainstOsts(Target& t, const client::LayoutSpec& spec) {
   if (spec.stripe_count > static_cast<int32_t>(osts.size())) {
     return Status(EINVAL, "stripe count " + std::to_string(spec.stripe_count) + " exceeds the " +
                               std::to_string(osts.size()) + " OSTs of the file system");
+  }
+  if (spec.mirror_count > osts.size()) {
+    return Status(EINVAL, "mirror count " + std::to_string(spec.mirror_count) + " exceeds the " +
+                              std::to_string(osts.size()) +
+                              " OSTs of the file system (each copy needs its own OST)");
   }
   if (spec.start_ost >= static_cast<int32_t>(osts.size())) {
     return Status(EINVAL, "OST index " + std::to_string(spec.start_ost) + " does not exist");
@@ -160,6 +185,8 @@ int RunSetstripe(int argc, char** argv) {
     st = Status(ENOTDIR, "-d applies to directories only");
   } else if (!S_ISREG(attr->mode)) {
     st = Status(EINVAL, "not a regular file or directory");
+  } else if (attr->size > 0 && a.spec.mirror_count != 0) {
+    st = Status(EINVAL, "file has data; cannot change its mirror count");
   } else if (attr->size > 0) {
     st = Status(EBUSY, "file has data; restriping a file with data needs 'sfs migrate'");
   } else {

@@ -1,0 +1,65 @@
+// MirrorResyncer: background resync of mirrored files' stale copies by the
+// MDS (docs/redundancy.md "Resync"). Every `interval` it looks at the files
+// a client marked a copy stale in since this MDS started
+// (Namespace::ResyncWanted); for each one not open for write whose stale
+// copy's OST and a good copy's OST are both up, it has the stale copy's OSS
+// cut the object to the good copy's size and pull the good copy's bytes (the
+// OSS copy op), syncs it, and marks it ok with MirrorStateReq.if_idle (so a
+// write meanwhile leaves it stale, to be tried again). Files marked stale
+// before an MDS restart are resynced by `sfs mirror resync` (or the next
+// stale mark). One file at a time, one OSS call in flight per copy chunk.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/rpc/rpc.h"
+#include "mds/namespace/namespace.h"
+#include "mds/namespace/ost_registry.h"
+
+namespace sfs::proto {
+class OssRequest;
+class OssResponse;
+}  // namespace sfs::proto
+
+namespace sfs::mds {
+
+class MirrorResyncer {
+ public:
+  // REQUIRES: ns, osts and io outlive this object. Starts its thread.
+  MirrorResyncer(Namespace* ns, OstRegistry* osts, rpc::IoContext* io,
+                 std::chrono::milliseconds interval);
+  ~MirrorResyncer();
+  MirrorResyncer(const MirrorResyncer&) = delete;
+  MirrorResyncer& operator=(const MirrorResyncer&) = delete;
+
+  // One pass over the wanted files (also what the thread runs).
+  void RunOnce();
+
+ private:
+  void Loop();
+  // Resyncs the stale copies of ino it can; true iff none is left stale.
+  bool ResyncFile(uint64_t ino);
+  Status CopyObject(const proto::StripeObject& src, const std::string& src_addr,
+                    const proto::StripeObject& dst, const std::string& dst_addr);
+  Status CallOss(const std::string& address, const proto::OssRequest& req,
+                 proto::OssResponse* reply);
+
+  Namespace* const ns_;
+  OstRegistry* const osts_;
+  rpc::IoContext* const io_;
+  const std::chrono::milliseconds interval_;
+  std::mutex channels_mu_;
+  std::map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // GUARDED_BY(channels_mu_)
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace sfs::mds
