@@ -28,8 +28,8 @@ say() { printf '\n== %s\n' "$*"; }
 
 say "installing dependencies"
 bash scripts/install-deps.sh
-say "building into $BUILD_DIR"
-BUILD_DIR=$BUILD_DIR bash scripts/build.sh
+say "building into $BUILD_DIR (what this runs: sfs-mds, sfs-oss, sfs-mount, sfs; scripts/test.sh builds the rest)"
+BUILD_DIR=$BUILD_DIR bash scripts/build.sh mds/sfs-mds oss/sfs-oss client/fuse/sfs-mount tools/sfs
 SFS=$BUILD_DIR/tools/sfs
 
 say "starting 1 MDS + $NOSS OSS, mounted on $MNT"
