@@ -84,6 +84,10 @@ Flags ParseFlags(int argc, char** argv) {
   Flags f;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage << std::endl;
+      std::exit(0);
+    }
     std::string value;  // "--flag=value" as well as "--flag value"
     if (size_t eq = a.find('='); eq != std::string::npos) {
       value = a.substr(eq + 1);

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -259,6 +260,12 @@ int main(int argc, char** argv) {
   // OssBudgetTest). Allocations are one per request and small: no contention
   // was measurable (docs/benchmarks.md). MALLOC_ARENA_MAX set by the operator wins.
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 1);
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("%s\n", kUsage);
+      return 0;
+    }
+  }
   Flags flags;
   if (!ParseFlags(argc, argv, &flags)) {
     std::fprintf(stderr, "%s\n", kUsage);
