@@ -28,6 +28,7 @@ MirrorResyncer::~MirrorResyncer() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  stopping_.store(true);
   cv_.notify_one();
   thread_.join();
 }
@@ -43,6 +44,7 @@ void MirrorResyncer::Loop() {
 
 void MirrorResyncer::RunOnce() {
   for (uint64_t ino : ns_->ResyncWanted()) {
+    if (stopping_.load()) return;  // the MDS is stopping: the next start resyncs
     if (ResyncFile(ino)) ns_->ResyncDone(ino);
   }
 }
@@ -59,6 +61,9 @@ Status MirrorResyncer::CallOss(const std::string& address, const proto::OssReque
   rpc::Response resp;
   rpc::CallOptions opts;
   opts.timeout = kTimeout;
+  // An OSS that is gone fails the call at once (the next pass tries again),
+  // so neither a pass nor the MDS's stop waits out the timeout on it.
+  opts.fail_fast = true;
   SFS_RETURN_IF_ERROR(ch->Call(rpc::kServiceOss, req.SerializeAsString(), {}, {}, &resp, opts));
   if (!reply->ParseFromString(resp.payload)) return Status::Errno(EPROTO, "bad OSS reply");
   return Status(reply->status().code(), reply->status().message());

@@ -10,6 +10,7 @@
 // stale mark). One file at a time, one OSS call in flight per copy chunk.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -59,6 +60,7 @@ class MirrorResyncer {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // GUARDED_BY(mu_)
+  std::atomic<bool> stopping_{false};  // stop_, read between files without mu_
   std::thread thread_;
 };
 
