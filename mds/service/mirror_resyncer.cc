@@ -28,14 +28,13 @@ MirrorResyncer::~MirrorResyncer() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  stopping_.store(true);
   cv_.notify_one();
   thread_.join();
 }
 
 void MirrorResyncer::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, interval_, [&] { return stop_; })) {
+  while (!cv_.wait_for(lock, interval_, [&] { return stop_.load(); })) {
     lock.unlock();
     RunOnce();
     lock.lock();
@@ -44,7 +43,7 @@ void MirrorResyncer::Loop() {
 
 void MirrorResyncer::RunOnce() {
   for (uint64_t ino : ns_->ResyncWanted()) {
-    if (stopping_.load()) return;  // the MDS is stopping: the next start resyncs
+    if (stop_.load()) return;  // the MDS is stopping: the next start resyncs
     if (ResyncFile(ino)) ns_->ResyncDone(ino);
   }
 }

@@ -59,8 +59,8 @@ class MirrorResyncer {
   std::map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // GUARDED_BY(channels_mu_)
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mu_)
-  std::atomic<bool> stopping_{false};  // stop_, read between files without mu_
+  // Set under mu_ (the loop's wait); read without it between files.
+  std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 
