@@ -25,6 +25,8 @@
 #include <string>
 #include <thread>
 
+#include "common/config/config_file.h"
+#include "common/config/daemon_notify.h"
 #include "common/log.h"
 #include "common/metrics/http_server.h"
 #include "common/metrics/metrics.h"
@@ -40,8 +42,11 @@
 namespace sfs::mds {
 namespace {
 
+// Read when it exists and no --config names another (common/config/config_file.h).
+constexpr const char* kDefaultConfig = "/etc/stripefs/mds.conf";
+
 constexpr const char* kUsage =
-    "usage: sfs-mds --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
+    "usage: sfs-mds [--config FILE (default /etc/stripefs/mds.conf)] --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
     "[--commit-interval-ms N (0 = commit before every reply, the default)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
     "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N] "
     "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)]";
@@ -70,20 +75,23 @@ struct Flags {
   std::exit(2);
 }
 
-int64_t ParseMs(const std::string& flag, const char* v, bool zero_ok = false) {
+// `where`: the config file's "FILE:LINE: " of the argument, "" for the command line.
+int64_t ParseMs(const std::string& where, const std::string& flag, const char* v,
+                bool zero_ok = false) {
   char* end = nullptr;
   errno = 0;
   long long n = std::strtoll(v, &end, 10);
   if (end == v || *end != '\0' || errno != 0 || n < 0 || (n == 0 && !zero_ok)) {
-    UsageError("bad value for " + flag);
+    UsageError(where + "bad value for " + flag);
   }
   return n;
 }
 
-Flags ParseFlags(int argc, char** argv) {
+Flags ParseFlags(const std::vector<config::Arg>& args) {
   Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string where = config::Where(args[i]);
+    std::string a = args[i].text;
     if (a == "--help" || a == "-h") {
       std::cout << kUsage << std::endl;
       std::exit(0);
@@ -92,10 +100,10 @@ Flags ParseFlags(int argc, char** argv) {
     if (size_t eq = a.find('='); eq != std::string::npos) {
       value = a.substr(eq + 1);
       a.resize(eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
+    } else if (i + 1 < args.size()) {
+      value = args[++i].text;
     } else {
-      UsageError("missing value for " + a);
+      UsageError(where + "missing value for " + a);
     }
     const char* v = value.c_str();
     if (a == "--data") {
@@ -103,30 +111,30 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (a == "--listen") {
       f.listen = v;
     } else if (a == "--client-timeout-ms") {
-      f.client_timeout_ms = ParseMs(a, v);
+      f.client_timeout_ms = ParseMs(where, a, v);
     } else if (a == "--ost-timeout-ms") {
-      f.ost_timeout_ms = ParseMs(a, v);
+      f.ost_timeout_ms = ParseMs(where, a, v);
     } else if (a == "--commit-interval-ms") {
-      f.commit_interval_ms = ParseMs(a, v, /*zero_ok=*/true);
+      f.commit_interval_ms = ParseMs(where, a, v, /*zero_ok=*/true);
     } else if (a == "--lease-ms") {
-      f.lease_ms = std::strcmp(v, "0") == 0 ? 0 : ParseMs(a, v);
+      f.lease_ms = std::strcmp(v, "0") == 0 ? 0 : ParseMs(where, a, v);
     } else if (a == "--max-inflight-mib") {
-      f.max_inflight_mib = ParseMs(a, v);  // a positive integer, like the ms flags
-      if (f.max_inflight_mib > (1 << 20)) UsageError("bad value for " + a);
+      f.max_inflight_mib = ParseMs(where, a, v);  // a positive integer, like the ms flags
+      if (f.max_inflight_mib > (1 << 20)) UsageError(where + "bad value for " + a);
     } else if (a == "--io-threads") {
-      f.io_threads = ParseMs(a, v);  // a positive integer
-      if (f.io_threads > 64) UsageError("bad value for " + a);
+      f.io_threads = ParseMs(where, a, v);  // a positive integer
+      if (f.io_threads > 64) UsageError(where + "bad value for " + a);
     } else if (a == "--lock-grace-ms") {
-      f.lock_grace_ms = ParseMs(a, v, /*zero_ok=*/true);
+      f.lock_grace_ms = ParseMs(where, a, v, /*zero_ok=*/true);
     } else if (a == "--inline") {
-      if (value != "on" && value != "off") UsageError("bad value for --inline (on|off)");
+      if (value != "on" && value != "off") UsageError(where + "bad value for --inline (on|off)");
       f.inline_handlers = value == "on";
     } else if (a == "--metrics-listen") {
       f.metrics_listen = value;
     } else if (a == "--transport") {
-      if (!rpc::ParseTransportMode(v, &f.transport)) UsageError("bad value for --transport");
+      if (!rpc::ParseTransportMode(v, &f.transport)) UsageError(where + "bad value for --transport");
     } else {
-      UsageError("unknown flag " + a);
+      UsageError(where + "unknown flag " + a);
     }
   }
   if (f.data.empty() || f.listen.empty()) UsageError("--data and --listen are required");
@@ -313,9 +321,11 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   std::printf("LISTENING %s:%u\n", host.c_str(), static_cast<unsigned>(server->port()));
   std::fflush(stdout);
   LOG_INFO("serving on " << host << ":" << server->port());
+  config::NotifyReady("serving on " + host + ":" + std::to_string(server->port()));
   int sig = 0;
   sigwait(&stop_signals, &sig);
   LOG_INFO("signal " << sig << ": stopping");
+  config::NotifyStopping();
   server->Stop();
   queue.Stop();
   st = ns.StopCommits();
@@ -339,6 +349,14 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  sfs::mds::Flags flags = sfs::mds::ParseFlags(argc, argv);
+  for (int i = 1; i < argc; ++i) {  // before a config file can be wrong
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << sfs::mds::kUsage << std::endl;
+      return 0;
+    }
+  }
+  auto args = sfs::config::ExpandArgs(argc, argv, sfs::mds::kDefaultConfig);
+  if (!args.ok()) sfs::mds::UsageError(args.status().message());
+  sfs::mds::Flags flags = sfs::mds::ParseFlags(*args);
   return sfs::mds::Run(flags, stop_signals);
 }

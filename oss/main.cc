@@ -27,6 +27,8 @@
 #include "common/metrics/http_server.h"
 #include "common/metrics/metrics.h"
 #include "common/rpc/listeners.h"
+#include "common/config/config_file.h"
+#include "common/config/daemon_notify.h"
 #include "common/rpc/rpc.h"
 #include "oss/registrar/advertise.h"
 #include "oss/registrar/registrar.h"
@@ -37,12 +39,20 @@ namespace sfs::oss {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: sfs-oss --mds HOST:PORT --ost DIR [--ost DIR ...] --listen HOST:PORT "
+    "usage: sfs-oss [--config FILE (default /etc/stripefs/oss.conf)] --mds HOST:PORT --ost DIR [--ost DIR ...] --listen HOST:PORT "
     "[--heartbeat-ms N] [--workers N] [--io-threads N] [--checksums=on|off] "
     "[--transport=auto|tcp|rdma] [--tombstone-ttl-s N (>= 60)] [--max-inflight-mib N] "
     "[--inline-read-kib N (0-1024: reads up to N KiB served on the I/O thread; 0 = none)] "
     "[--advertise HOST:PORT (the address registered with the MDS, if not the listening one)] "
     "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)]";
+
+// Every flag ParseFlags knows, to tell a bad value from an unknown flag.
+constexpr std::string_view kFlagNames =
+    " mds ost listen heartbeat-ms workers io-threads checksums transport tombstone-ttl-s "
+    "max-inflight-mib inline-read-kib advertise metrics-listen fencing ";
+
+// Read when it exists and no --config names another (common/config/config_file.h).
+constexpr char kDefaultConfig[] = "/etc/stripefs/oss.conf";
 
 struct Flags {
   std::string mds;
@@ -71,18 +81,21 @@ bool ParseInt(const std::string& s, int lo, int hi, int* out) {
   return true;
 }
 
-// Accepts "--flag value" and "--flag=value". Returns false on anything else.
-bool ParseFlags(int argc, char** argv, Flags* f) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
+// Accepts "--flag value" and "--flag=value", from the command line or a
+// config file (common/config/config_file.h). Returns "" or what is wrong,
+// prefixed with the file and line of a config file's entry.
+std::string ParseFlags(const std::vector<config::Arg>& args, Flags* f) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string where = config::Where(args[i]);
+    std::string arg = args[i].text, value;
     size_t eq = arg.find('=');
     if (eq != std::string::npos) {
       value = arg.substr(eq + 1);
       arg.resize(eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
+    } else if (i + 1 < args.size()) {
+      value = args[++i].text;
     } else {
-      return false;
+      return "missing value for " + arg;
     }
     if (arg == "--mds") f->mds = value;
     else if (arg == "--ost") f->osts.push_back(value);
@@ -101,13 +114,19 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (arg == "--advertise") f->advertise = value;
     else if (arg == "--metrics-listen") f->metrics_listen = value;
     else if (arg == "--fencing" && (value == "on" || value == "off")) f->fencing = value == "on";
-    else return false;
+    else if (arg.starts_with("--") && kFlagNames.find(" " + arg.substr(2) + " ") != std::string::npos)
+      return where + "bad value for " + arg;
+    else return where + "unknown flag " + arg;
   }
   std::string host;
   uint16_t port = 0;
-  return !f->osts.empty() && rpc::ParseAddress(f->mds, &host, &port).ok() &&
-         rpc::ParseAddress(f->listen, &host, &port).ok() &&
-         (f->advertise.empty() || rpc::ParseAddress(f->advertise, &host, &port).ok());
+  if (f->osts.empty()) return "at least one --ost is required";
+  if (!rpc::ParseAddress(f->mds, &host, &port).ok()) return "--mds HOST:PORT is required";
+  if (!rpc::ParseAddress(f->listen, &host, &port).ok()) return "--listen HOST:PORT is required";
+  if (!f->advertise.empty() && !rpc::ParseAddress(f->advertise, &host, &port).ok()) {
+    return "bad value for --advertise";
+  }
+  return "";
 }
 
 // The fd cache wants ~1024 descriptors per OST; take what the hard limit allows.
@@ -226,6 +245,7 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
     std::call_once(announced, [&] {
       std::printf("LISTENING %s\n", self->c_str());
       std::fflush(stdout);
+      config::NotifyReady("serving on " + *self + ", registered with " + flags.mds);
     });
   };
   RegistrarOptions ropts;
@@ -241,6 +261,7 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   int sig = 0;
   sigwait(&signals, &sig);
   LOG_INFO("signal " << sig << ": stopping");
+  config::NotifyStopping();
   registrar.Stop();
   server->Stop();
   metrics_server.reset();  // before the stores its scrapes read
@@ -267,8 +288,10 @@ int main(int argc, char** argv) {
     }
   }
   Flags flags;
-  if (!ParseFlags(argc, argv, &flags)) {
-    std::fprintf(stderr, "%s\n", kUsage);
+  auto args = sfs::config::ExpandArgs(argc, argv, kDefaultConfig);
+  std::string bad = args.ok() ? ParseFlags(*args, &flags) : args.status().message();
+  if (!bad.empty()) {
+    std::fprintf(stderr, "sfs-oss: %s\n%s\n", bad.c_str(), kUsage);
     return 2;
   }
   // Block before any thread starts so that every thread inherits the mask.

@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config g++ libleveldb-dev libprotobuf-dev protobuf-compiler
       libboost-dev libgtest-dev libgmock-dev libfuse3-dev fuse3 libibverbs-dev librdmacm-dev
-      attr rsync git tar util-linux procps python3 iproute2 nftables gdb)
+      attr rsync git tar util-linux procps python3 iproute2 nftables gdb
+      libtomlplusplus-dev libsystemd-dev)
 # promtool (package prometheus) lints the metrics exposition (metrics_test,
 # metrics_integration_test: issue 20).
 pkgs+=(prometheus)

@@ -3,6 +3,8 @@
 //   ManPages   groff -man -ww prints no warning for any page, and every flag
 //              that a binary's --help prints (each subcommand's too) is in its page.
 //   Units      systemd-analyze verify is silent on both units.
+//   ConfigFiles the daemons start from TOML config files (a flag wins) and
+//              notify a Type=notify unit's socket; mistakes name file and line.
 //   Packages   scripts/package-deb.sh builds the three packages, lintian finds no
 //              error in them; dpkg installs
 //              them into an empty root (against this host's package database,
@@ -10,13 +12,17 @@
 //              installed servers start and stop, the installed units verify
 //              and man finds every installed page.
 // Paths come from meson (tests/ops/meson.build).
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -242,6 +248,115 @@ TEST(Units, VerifyCleanly) {
   EXPECT_NE(Sh("systemd-analyze verify '" + dir + "/bad.service' 2>&1").output, "");
   Ran missing = VerifyUnits({kBuild + "/dist/sfs-mds.service"}, bindir, "/nonexistent", man);
   EXPECT_NE(missing.output, "");
+}
+
+// A NOTIFY_SOCKET as systemd makes one for a Type=notify unit: the daemons
+// started while it is set send their sd_notify datagrams here.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::string& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    EXPECT_LT(path.size(), sizeof(addr.sun_path));
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << path;
+    ::setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  }
+  ~NotifySocket() {
+    ::unsetenv("NOTIFY_SOCKET");
+    ::close(fd_);
+  }
+  // The next datagram, or "" after `timeout` without one.
+  std::string Next(seconds timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count() * 1000)) != 1) return "";
+    char buf[4096];
+    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// The daemons take their options from config files (common/config), the
+// command line winning, and tell a Type=notify unit when they are ready and
+// when they stop.
+TEST(ConfigFiles, DaemonsStartFromThemAndNotifySystemd) {
+  std::string dir = TempDir("conf");
+  NotifySocket notify(dir + "/notify");
+  std::ofstream(dir + "/mds.conf") << "# the MDS\ndata = \"" << dir << "/mds\"\n"
+                                   << "listen = \"127.0.0.1:0\"\ncommit_interval_ms = 0\n";
+  auto mds = Subprocess::Spawn({kBuild + "/mds/sfs-mds", "--config", dir + "/mds.conf"},
+                               dir + "/mds.log");
+  ASSERT_TRUE(mds.ok()) << mds.status().ToString();
+  auto line = (*mds)->ReadLine(std::chrono::seconds(30));
+  ASSERT_TRUE(line.ok()) << TailFile(dir + "/mds.log", 20);
+  ASSERT_EQ(line->rfind("LISTENING ", 0), 0u) << *line;
+  std::string mds_addr = line->substr(10);
+  EXPECT_TRUE(fs::exists(dir + "/mds")) << "data = ... from the file was not used";
+  std::string ready = notify.Next(seconds(30));
+  EXPECT_NE(ready.find("READY=1"), std::string::npos) << "sfs-mds sent: '" << ready << "'";
+
+  // The file's listen address cannot be bound; the command line's wins. Two
+  // OSTs come from the file's list.
+  std::ofstream(dir + "/oss.conf") << "mds = \"" << mds_addr << "\"\n"
+                                   << "ost = [\"" << dir << "/ost0\", \"" << dir << "/ost1\"]\n"
+                                   << "listen = \"192.0.2.1:1\"\nheartbeat-ms = 200\n";
+  auto oss = Subprocess::Spawn({kBuild + "/oss/sfs-oss", "--listen", "127.0.0.1:0", "--config",
+                                dir + "/oss.conf"},
+                               dir + "/oss.log");
+  ASSERT_TRUE(oss.ok());
+  auto oline = (*oss)->ReadLine(std::chrono::seconds(30));
+  ASSERT_TRUE(oline.ok()) << TailFile(dir + "/oss.log", 20);
+  EXPECT_EQ(oline->rfind("LISTENING 127.0.0.1:", 0), 0u) << *oline;
+  ready = notify.Next(seconds(30));
+  EXPECT_NE(ready.find("READY=1"), std::string::npos) << "sfs-oss sent: '" << ready << "'";
+  EXPECT_NE(ready.find("registered"), std::string::npos) << ready;
+  EXPECT_TRUE(fs::exists(dir + "/ost0/ost_uuid") && fs::exists(dir + "/ost1/ost_uuid"));
+
+  int oss_status = (*oss)->Terminate(std::chrono::seconds(20));
+  EXPECT_TRUE(WIFEXITED(oss_status) && WEXITSTATUS(oss_status) == 0)
+      << DescribeWaitStatus(oss_status);
+  EXPECT_NE(notify.Next(seconds(5)).find("STOPPING=1"), std::string::npos);
+  int mds_status = (*mds)->Terminate(std::chrono::seconds(20));
+  EXPECT_TRUE(WIFEXITED(mds_status) && WEXITSTATUS(mds_status) == 0)
+      << DescribeWaitStatus(mds_status);
+  EXPECT_NE(notify.Next(seconds(5)).find("STOPPING=1"), std::string::npos);
+}
+
+// An unknown key, a bad value, a syntax error or a missing file: one line that
+// names the file (and line), exit 2, nothing started.
+TEST(ConfigFiles, MistakesAreOneLineNamingFileAndLine) {
+  std::string dir = TempDir("badconf");
+  struct Case {
+    std::string bin, text, want;
+  };
+  std::vector<Case> cases = {
+      {"/mds/sfs-mds", "data = \"" + dir + "/m\"\nlisten = \"127.0.0.1:0\"\nbogus = 1\n",
+       dir + "/c.conf:3: unknown flag --bogus"},
+      {"/mds/sfs-mds", "data = \"" + dir + "/m\"\nlease-ms = \"soon\"\n",
+       dir + "/c.conf:2: bad value for --lease-ms"},
+      {"/mds/sfs-mds", "data = \"" + dir + "/m\"\nlisten = \n", dir + "/c.conf:2:"},
+      {"/oss/sfs-oss", "mds = \"h:1\"\nworkers = 0\n", dir + "/c.conf:2: bad value for --workers"},
+      {"/oss/sfs-oss", "ost = [\"/a\"]\n\ntypo = \"x\"\n", dir + "/c.conf:3: unknown flag --typo"},
+      {"/oss/sfs-oss", "[oss]\nmds = \"h:1\"\n", dir + "/c.conf:1: value of oss"},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(dir + "/c.conf", std::ios::trunc) << c.text;
+    Ran r = Sh("'" + kBuild + c.bin + "' --config '" + dir + "/c.conf' 2>&1 >/dev/null");
+    ASSERT_TRUE(WIFEXITED(r.status)) << c.want;
+    EXPECT_EQ(WEXITSTATUS(r.status), 2) << c.want << ": " << r.output;
+    std::string first = r.output.substr(0, r.output.find('\n'));
+    EXPECT_NE(first.find(c.want), std::string::npos) << "want '" << c.want << "' in: " << first;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/m")) << "a daemon started despite a bad config file";
+  Ran missing = Sh("'" + kBuild + "/mds/sfs-mds' --config '" + dir + "/none.conf' 2>&1");
+  EXPECT_EQ(WEXITSTATUS(missing.status), 2);
+  EXPECT_NE(missing.output.find(dir + "/none.conf: no such config file"), std::string::npos)
+      << missing.output;
 }
 
 TEST(Packages, BuildInstallAndRun) {
