@@ -61,7 +61,7 @@ files[stripefs-server]="usr/bin/sfs-mds usr/bin/sfs-oss
   usr/lib/systemd/system/sfs-mds.service usr/lib/systemd/system/sfs-oss@.service
   usr/share/man/man8/sfs-mds.8 usr/share/man/man8/sfs-oss.8
   usr/share/doc/stripefs/examples/mds.conf usr/share/doc/stripefs/examples/oss-a.conf"
-files[stripefs-client]="usr/bin/sfs-mount usr/bin/sfs-demo sbin/mount.fuse.sfs
+files[stripefs-client]="usr/bin/sfs-mount usr/bin/sfs-demo sbin/mount.fuse.sfs usr/share/doc/stripefs/examples/client.conf
   usr/share/man/man8/sfs-mount.8 usr/share/man/man8/mount.fuse.sfs.8 usr/share/man/man1/sfs-demo.1"
 files[stripefs-tools]="usr/bin/sfs usr/bin/sfs-bench
   usr/share/man/man1/sfs.1 usr/share/man/man1/sfs-bench.1"

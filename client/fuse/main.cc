@@ -222,7 +222,8 @@ int Run(const MountArgs& a) {
 
 int main(int argc, char** argv) {
   sfs::SetLogTag("mount");
-  sfs::Result<sfs::fuse::MountArgs> a = sfs::fuse::ParseMountArgs(argc, argv);
+  sfs::Result<sfs::fuse::MountArgs> a =
+      sfs::fuse::ParseMountArgsWithConfig(argc, argv, "/etc/stripefs/client.conf");
   if (!a.ok()) {
     std::fprintf(stderr,
                  "sfs-mount: %s (usage: sfs-mount HOST:PORT MOUNTPOINT [-f] [-d] [-o opts]; "

@@ -10,6 +10,9 @@
 #include <cstddef>
 #include <cstdlib>
 #include <string_view>
+#include <set>
+
+#include "common/config/config_file.h"
 
 namespace sfs::fuse {
 namespace {
@@ -185,8 +188,71 @@ Result<MountArgs> ParseMountArgs(int argc, const char* const* argv) {
   return out;
 }
 
+namespace {
+
+// The -o options libfuse's mount and session code take (lib/mount.c,
+// lib/fuse_lowlevel.c of libfuse 3), beside ours: a config key that is
+// neither is a mistake to report with its line, not an error libfuse would
+// print later without one.
+const std::set<std::string, std::less<>>& LibfuseOptions() {
+  static const std::set<std::string, std::less<>> names = {
+      "allow_other", "allow_root", "auto_unmount", "default_permissions", "blkdev", "blksize",
+      "fsname", "subtype", "max_read", "ro", "rw", "suid", "nosuid", "dev", "nodev", "exec",
+      "noexec", "async", "sync", "dirsync", "atime", "noatime", "diratime", "nodiratime",
+      "relatime", "norelatime", "strictatime", "nostrictatime", "context", "fscontext",
+      "defcontext", "rootcontext", "clone_fd", "max_idle_threads"};
+  return names;
+}
+
+// Our own -o option names, from kSpecs ("name=%u" -> "name").
+bool IsOurOption(std::string_view name) {
+  for (const fuse_opt& spec : kSpecs) {
+    if (spec.templ == nullptr) break;
+    std::string_view t = spec.templ;
+    if (t.substr(0, t.find('=')) == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<MountArgs> ParseMountArgsWithConfig(int argc, const char* const* argv,
+                                           const std::string& default_path) {
+  SFS_ASSIGN_OR_RETURN(std::vector<config::Arg> args,
+                       config::ExpandArgs(argc, argv, default_path));
+  std::vector<std::string> words = {argc > 0 ? argv[0] : "sfs-mount"};
+  for (const config::Arg& a : args) {
+    if (a.origin.empty()) {
+      words.push_back(a.text);
+      continue;
+    }
+    // "--read-ahead-kb=8192" from the file -> the -o option "read_ahead_kb=8192".
+    std::string text = a.text.substr(2);
+    size_t eq = text.find('=');
+    std::string name = text.substr(0, eq), value = text.substr(eq + 1);
+    std::replace(name.begin(), name.end(), '-', '_');
+    if (!IsOurOption(name) && !LibfuseOptions().contains(name) && name != "debug") {
+      return Status(EINVAL, config::Where(a) + "unknown option " + name);
+    }
+    std::string option = value == "on" ? name : name + "=" + value;
+    if (value == "off") continue;
+    // Checked alone, so that a bad value is reported with its line.
+    const char* alone[] = {"sfs-mount", "h:1", "/m", "-o", option.c_str()};
+    if (auto one = ParseMountArgs(5, alone); !one.ok()) {
+      return Status(EINVAL, config::Where(a) + one.status().message());
+    }
+    words.push_back("-o");
+    words.push_back(option);
+  }
+  std::vector<const char*> ptrs;
+  for (const std::string& w : words) ptrs.push_back(w.c_str());
+  return ParseMountArgs(static_cast<int>(ptrs.size()), ptrs.data());
+}
+
 std::string MountUsage() {
-  return "usage: sfs-mount HOST:PORT MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
+  return "usage: sfs-mount HOST:PORT MOUNTPOINT [-f] [-d] [--config FILE] [-o opt[,opt...]]\n"
+         "  --config FILE           -o options as TOML keys (default /etc/stripefs/client.conf\n"
+         "                          when it exists; an -o option given here wins)\n"
          "  -f                      stay in the foreground\n"
          "  -d, -o debug            foreground, trace every FUSE request\n"
          "  -o allow_other          let other users in (root, or user_allow_other)\n"

@@ -46,6 +46,15 @@ struct MountArgs {
 // Parses argv. EINVAL with a one-line reason for a bad command line.
 Result<MountArgs> ParseMountArgs(int argc, const char* const* argv);
 
+// As ParseMountArgs, with the -o options of a config file first: the file
+// named by `--config FILE`, else `default_path` (/etc/stripefs/client.conf in
+// sfs-mount) when it exists. The file is TOML (common/config/config_file.h),
+// one key per -o option: `read_ahead_kb = 8192`, `allow_other = true` (false
+// leaves the option out), `transport = "tcp"`; an -o option on the command
+// line wins. An unknown key or a bad value is EINVAL naming the file and line.
+Result<MountArgs> ParseMountArgsWithConfig(int argc, const char* const* argv,
+                                           const std::string& default_path);
+
 // The usage text, several lines, ending in a newline.
 std::string MountUsage();
 

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -141,6 +146,65 @@ TEST(MountArgsTest, HelpNeedsNothingElse) {
   Result<MountArgs> a = Parse({"--help"});
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a->help);
+}
+
+}  // namespace
+}  // namespace sfs::fuse
+
+namespace sfs::fuse {
+namespace {
+
+// client.conf: -o options as TOML keys, the command line's -o winning.
+class MountConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sfs-mount-conf-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/client.conf";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& text) { std::ofstream(path_, std::ios::trunc) << text; }
+  Result<MountArgs> Parse(std::vector<const char*> argv) {
+    argv.insert(argv.begin(), "sfs-mount");
+    return ParseMountArgsWithConfig(static_cast<int>(argv.size()), argv.data(), path_);
+  }
+  std::string dir_, path_;
+};
+
+TEST_F(MountConfigTest, FileOptionsApplyAndTheCommandLineWins) {
+  Write("read_ahead_kb = 8192\nrpc-timeout-ms = 7000\nallow_other = true\nnoleases = false\n"
+        "transport = \"tcp\"\n");
+  Result<MountArgs> a = Parse({"h:1", "/m", "-o", "rpc_timeout_ms=9000"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->read_ahead_kb, 8192u);
+  EXPECT_EQ(a->client.rpc_timeout, std::chrono::milliseconds(9000));
+  EXPECT_TRUE(a->fuse.leases) << "noleases = false must leave leases on";
+  EXPECT_EQ(a->client.transport, client::Transport::kTcp);
+  EXPECT_NE(Joined(a->fuse_argv).find("allow_other"), std::string::npos) << Joined(a->fuse_argv);
+}
+
+TEST_F(MountConfigTest, NoFileIsTheCommandLineAlone) {
+  Result<MountArgs> a = Parse({"h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->read_ahead_kb, 4096u);
+}
+
+TEST_F(MountConfigTest, MistakesNameTheFileAndLine) {
+  Write("read_ahead_kb = 8192\nallow_othr = true\n");
+  Result<MountArgs> a = Parse({"h:1", "/m"});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message(), path_ + ":2: unknown option allow_othr");
+  Write("\n\nmax_threads = 0\n");
+  a = Parse({"h:1", "/m"});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message().rfind(path_ + ":3: ", 0), 0u) << a.status().message();
+  Write("transport = \"carrier-pigeon\"\n");
+  a = Parse({"h:1", "/m"});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message().rfind(path_ + ":1: ", 0), 0u) << a.status().message();
+  const char* named[] = {"sfs-mount", "--config", "/nonexistent.conf", "h:1", "/m"};
+  EXPECT_EQ(ParseMountArgsWithConfig(5, named, "").status().code(), ENOENT);
 }
 
 }  // namespace
