@@ -2,10 +2,18 @@
 // --metrics-listen, and a FUSE mount with -o metrics_listen. A process with
 // SFS_JOBID=jobA writes through the mount; the OSSes' /metrics show exactly
 // those bytes for job="jobA", the MDS counts the creates and the errors by
-// errno, and Debian's promtool accepts every daemon's exposition.
+// errno, Debian's promtool accepts every daemon's exposition and a real
+// Prometheus server scrapes them all.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -237,6 +245,83 @@ TEST_F(MetricsTest, PromtoolAcceptsEveryDaemonsExposition) {
     EXPECT_EQ(RunShell(std::string(promtool) + " check metrics < " + path, &out), 0) << e << ":\n"
                                                                                      << out;
   }
+}
+
+
+// A free TCP port on loopback for a program that cannot be told port 0 and
+// report it (Prometheus): bound, read and released; taken again at once.
+uint16_t FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return 0;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A real Prometheus server (Debian's) scrapes every daemon and the mount, as
+// an operator's would: each target is up, and a job's bytes written through
+// the mount are there to query with the job label (honor_labels keeps our
+// job="..." instead of renaming it exported_job).
+TEST_F(MetricsTest, PrometheusServerScrapesEveryDaemonAndTheJobsBytes) {
+  const char* promtool = std::getenv("SFS_PROMTOOL");
+  ASSERT_TRUE(promtool != nullptr && *promtool != '\0')
+      << "promtool not found at configure time: run scripts/install-deps.sh";
+  std::string prometheus = std::filesystem::path(promtool).parent_path() / "prometheus";
+  ASSERT_TRUE(std::filesystem::exists(prometheus)) << prometheus << " (Debian package prometheus)";
+  RunAsJob("jobP", "head -c 100000 /dev/zero > " + Dir() + "/prom && sync " + Dir() + "/prom");
+  std::vector<std::string> targets = {cluster().mds_metrics_address(), mount_metrics_};
+  for (int i = 0; i < cluster().num_oss(); ++i) targets.push_back(cluster().oss_metrics_address(i));
+  std::string dir = cluster().root() + "/prometheus";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream conf(dir + "/prometheus.yml");
+    conf << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+         << "scrape_configs:\n  - job_name: stripefs\n    honor_labels: true\n"
+         << "    static_configs:\n      - targets: [";
+    for (size_t i = 0; i < targets.size(); ++i) conf << (i ? ", " : "") << "'" << targets[i] << "'";
+    conf << "]\n";
+  }
+  std::string check;
+  ASSERT_EQ(RunShell(std::string(promtool) + " check config " + dir + "/prometheus.yml", &check), 0)
+      << check;
+  uint16_t port = FreePort();
+  ASSERT_NE(port, 0);
+  std::string web = "127.0.0.1:" + std::to_string(port);
+  auto server = Subprocess::Spawn({prometheus, "--config.file=" + dir + "/prometheus.yml",
+                                   "--storage.tsdb.path=" + dir + "/data",
+                                   "--web.listen-address=" + web},
+                                  dir + "/prometheus.log", SIGKILL, /*capture_stdout=*/false);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  // Polled until every target has been scraped up and the job's bytes are in,
+  // or a minute has passed (the scrape interval is 1 s).
+  auto query = [&](const std::string& q) {
+    Result<std::string> body = metrics::HttpGet(web, "/api/v1/query?query=" + q);
+    return body.ok() ? *body : std::string();
+  };
+  std::string up, bytes;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE((*server)->Running()) << TailFile(dir + "/prometheus.log", 20);
+    // count(up == 1): the number of targets scraped successfully.
+    up = query("count(up%3D%3D1)");
+    bytes = query("sum(sfs_oss_job_write_bytes_total%7Bjob%3D%22jobP%22%7D)");
+    if (up.find("\"" + std::to_string(targets.size()) + "\"]") != std::string::npos &&
+        bytes.find("\"100000\"]") != std::string::npos) {
+      break;
+    }
+    (*server)->Wait(std::chrono::milliseconds(200));  // exits early only if it dies
+  }
+  EXPECT_NE(up.find("\"" + std::to_string(targets.size()) + "\"]"), std::string::npos)
+      << "not every target is up: " << up << "\n" << query("up");
+  EXPECT_NE(bytes.find("\"100000\"]"), std::string::npos) << bytes;
+  (*server)->Terminate(std::chrono::seconds(10));
 }
 
 }  // namespace
