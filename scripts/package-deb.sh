@@ -15,7 +15,7 @@
 # recompiles nothing the main build compiled. Install on Debian 12 with
 #   apt install ./dist-deb/stripefs-*.deb
 # No maintainer scripts: after installing, `systemctl daemon-reload` and enable
-# the units (README, "Install as packages").
+# the units (README, "Operating StripeFS").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
