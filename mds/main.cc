@@ -298,6 +298,21 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
                        std::max(lopts.grace_ms < 0 ? lopts.lease_ms + lopts.margin_ms
                                                    : lopts.grace_ms,
                                 kopts.grace_ms));
+    registry.AddCollector([&ns, &resyncer](metrics::Writer& w) {
+      auto one = [&w](const char* name, const char* help, const char* type, double v) {
+        w.Family(name, help, type);
+        w.Sample(name, {}, v);
+      };
+      one("sfs_mds_mirror_resync_pending_files",
+          "Mirrored files with a stale copy waiting for resync (since this start).", "gauge",
+          static_cast<double>(ns.ResyncWanted().size()));
+      one("sfs_mds_mirror_resync_copies_total", "Stale mirror copies resynced to ok.", "counter",
+          static_cast<double>(resyncer.copies_resynced()));
+      one("sfs_mds_mirror_resync_bytes_total", "Bytes copied by mirror resync.", "counter",
+          static_cast<double>(resyncer.bytes_copied()));
+      one("sfs_mds_mirror_resync_failures_total", "Mirror resync copy attempts that failed.",
+          "counter", static_cast<double>(resyncer.copy_failures()));
+    });
     auto m = metrics::ServeMetrics(flags.metrics_listen, &registry);
     if (!m.ok()) {
       LOG_ERROR(m.status().ToString());

@@ -94,6 +94,7 @@ Status MirrorResyncer::CopyObject(const proto::StripeObject& src, const std::str
     copy->set_length(std::min(kChunk, size - off));
     copy->set_src_address(src_addr);
     SFS_RETURN_IF_ERROR(CallOss(dst_addr, req, &reply));
+    bytes_copied_.fetch_add(copy->length(), std::memory_order_relaxed);
   }
   req.Clear();
   req.set_ost(dst.ost());
@@ -135,6 +136,7 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
         *done.add_objects() = dst;
         break;
       }
+      copy_failures_.fetch_add(1, std::memory_order_relaxed);
       LOG_WARN("resync of inode " << ino << " copy " << dst.mirror() << " (OST " << dst.ost()
                                   << " object " << dst.oid() << ") from OST " << src.ost()
                                   << ": " << st.ToString());
@@ -147,6 +149,7 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
     LOG_INFO("resync of inode " << ino << " not recorded: " << st.ToString() << "; trying again");
     return false;
   }
+  copies_resynced_.fetch_add(done.objects_size(), std::memory_order_relaxed);
   LOG_INFO("resynced " << done.objects_size() << " stale cop"
                        << (done.objects_size() == 1 ? "y" : "ies") << " of inode " << ino);
   return done.objects_size() == left;

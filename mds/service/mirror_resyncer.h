@@ -42,6 +42,12 @@ class MirrorResyncer {
   // One pass over the wanted files (also what the thread runs).
   void RunOnce();
 
+  // Progress, for the metrics (sfs_mds_mirror_resync_*): stale copies
+  // brought back to ok and bytes copied since start, failed copy attempts.
+  uint64_t copies_resynced() const { return copies_resynced_.load(std::memory_order_relaxed); }
+  uint64_t bytes_copied() const { return bytes_copied_.load(std::memory_order_relaxed); }
+  uint64_t copy_failures() const { return copy_failures_.load(std::memory_order_relaxed); }
+
  private:
   void Loop();
   // Resyncs the stale copies of ino it can; true iff none is left stale.
@@ -61,6 +67,9 @@ class MirrorResyncer {
   std::condition_variable cv_;
   // Set under mu_ (the loop's wait); read without it between files.
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> copies_resynced_{0};
+  std::atomic<uint64_t> bytes_copied_{0};
+  std::atomic<uint64_t> copy_failures_{0};
   std::thread thread_;
 };
 

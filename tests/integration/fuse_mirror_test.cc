@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
 #include "tests/harness/subprocess.h"
 
@@ -43,6 +44,7 @@ class FuseMirrorTest : public ClusterPerTest {
     o.name = "fuse-mirror";
     o.num_oss = 3;
     o.ost_timeout_ms = 2000;
+    o.metrics = true;  // the resync's progress (sfs_mds_mirror_resync_*)
     return o;
   }
 
@@ -233,6 +235,21 @@ TEST_F(FuseMirrorTest, ResyncRestoresTheStaleCopyAndThenTheOtherOssMayDie) {
       << "the MDS did not resync the stale copy";
   SfsRun get = Sfs({"getstripe", path});
   EXPECT_EQ(get.out.find("stale"), std::string::npos) << get.out;
+  // The MDS's metrics tell the resync's progress: one copy, the whole object.
+  Result<std::string> m = metrics::HttpGet(cluster().mds_metrics_address(), "/metrics");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_NE(m->find("\nsfs_mds_mirror_resync_copies_total 1\n"), std::string::npos) << *m;
+  EXPECT_NE(m->find("\nsfs_mds_mirror_resync_bytes_total " + std::to_string(40 * kStripe) + "\n"),
+            std::string::npos)
+      << *m;
+  // The file leaves the wanted list just after its layout says ok.
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        auto again = metrics::HttpGet(cluster().mds_metrics_address(), "/metrics");
+        return again.ok() &&
+               again->find("\nsfs_mds_mirror_resync_pending_files 0\n") != std::string::npos;
+      },
+      std::chrono::seconds(10)));
 
   // Now B dies for good: the resynced copy on A alone holds the file, and
   // the mount (which had A's copy as stale) learns it is good from the MDS.
