@@ -38,6 +38,7 @@ std::string XattrPrefix(uint64_t ino) { return Tagged(kXattr, ino); }
 std::string Super() { return std::string(1, kSuper); }
 std::string Queue(uint64_t seq) { return Tagged(kQueue, seq); }
 std::string Orphan(uint64_t ino) { return Tagged(kOrphan, ino); }
+std::string Resync(uint64_t ino) { return Tagged(kResync, ino); }
 std::string Ost(std::string_view uuid) { return std::string(1, kOst).append(uuid); }
 
 std::string Pool(std::string_view name) { return std::string(1, kPool).append(name); }

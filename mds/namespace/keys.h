@@ -16,6 +16,7 @@
 //   P<name>             -> PoolRec (OST pool: its member OST indices)
 //   M<ino:8>            -> MigrateRec (migration in progress: new objects not yet the file's)
 //   L<ino:8>            -> StaleLayoutRec (objects replaced by a migration, freed at last close)
+//   W<ino:8>            -> "" (a mirrored file with a stale copy: the resync's to-do list)
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ inline constexpr char kReply = 'R';
 inline constexpr char kPool = 'P';
 inline constexpr char kMigrate = 'M';
 inline constexpr char kStaleLayout = 'L';
+inline constexpr char kResync = 'W';
 
 // Appends v as 8 big-endian bytes.
 void PutBe64(std::string* out, uint64_t v);
@@ -55,6 +57,7 @@ std::string Reply(uint64_t client, uint64_t xid);
 std::string Pool(std::string_view name);
 std::string Migrate(uint64_t ino);
 std::string StaleLayout(uint64_t ino);
+std::string Resync(uint64_t ino);
 
 // The first key after every key starting with `prefix` (prefix's range end).
 // REQUIRES: prefix is not all 0xff bytes.

@@ -35,6 +35,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "mds/namespace/keys.h"
 #include "mds/namespace/namespace.h"
 
 namespace sfs::mds {
@@ -308,11 +309,20 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
     }
     *out->mutable_layout() = *l;
     if (changed && req.state() == proto::OBJECT_STALE) {
+      // Durably on the resync's list with the stale mark itself, so that an
+      // MDS restart resyncs it too (Start loads the W keys).
       const uint64_t ino = req.ino();
+      txn.batch().Put(keys::Resync(ino), "");
       txn.OnCommit([this, ino] {
         std::lock_guard<std::mutex> lock(resync_mu_);
         resync_wanted_.insert(ino);
       });
+    }
+    if (changed && req.state() == proto::OBJECT_OK &&
+        std::none_of(l->objects().begin(), l->objects().end(), [](const proto::StripeObject& o) {
+          return o.state() == proto::OBJECT_STALE;
+        })) {
+      txn.batch().Delete(keys::Resync(req.ino()));  // nothing stale is left
     }
     if (changed) {
       node->mutable_attr()->set_ctime_ns(txn.now());

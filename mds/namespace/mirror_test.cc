@@ -2,6 +2,7 @@
 // inheritance, the limits (N > OSTs, N on a file with data) and the durable
 // copy states (MirrorState).
 #include <set>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -153,11 +154,24 @@ TEST_F(MirrorTest, CopyStatesAreDurableAndTheLastGoodCopyStays) {
   ASSERT_TRUE(ns_->GetLayout(ino, &got).ok());
   EXPECT_EQ(got.layout().objects(1).state(), proto::OBJECT_STALE);
   EXPECT_EQ(got.layout().objects(0).state(), proto::OBJECT_OK);
+  // The resync's to-do list survives the restart with the mark.
+  EXPECT_EQ(ns_->ResyncWanted(), std::vector<uint64_t>{ino});
   // Marking ok (after a resync) is the owner's or root's.
   req.set_state(proto::OBJECT_OK);
   EXPECT_ERRNO(ns_->MirrorState(UserCtx(1000), req, &out), EPERM);
   ASSERT_TRUE(ns_->MirrorState(RootCtx(), req, &out).ok());
   EXPECT_EQ(out.layout().objects(1).state(), proto::OBJECT_OK);
+  // Nothing stale is left: off the list on disk too (the resyncer's
+  // ResyncDone takes it out of memory).
+  Reopen();
+  EXPECT_TRUE(ns_->ResyncWanted().empty());
+  // And a file removed while on the list leaves it at ResyncDone.
+  req.set_state(proto::OBJECT_STALE);
+  ASSERT_TRUE(ns_->MirrorState(RootCtx(), req, &out).ok());
+  ns_->ResyncDone(ino);
+  Reopen();
+  EXPECT_TRUE(ns_->ResyncWanted().empty());
+  req.set_state(proto::OBJECT_OK);
   // Objects not in the layout, and files that are not mirrored.
   proto::MirrorStateReq bogus = req;
   bogus.mutable_objects(0)->set_oid(987654321);

@@ -55,6 +55,7 @@ Status Namespace::Start(int64_t now_ms) {
   boot_epoch_ = super_.boot_epoch();
   opens_.SetEpoch(super_.boot_epoch());
   SFS_RETURN_IF_ERROR(LoadRepliesAndCounters());
+  SFS_RETURN_IF_ERROR(LoadResyncWanted());
   committer_.Start();
   LOG_INFO("namespace fs_id=" << super_.fs_id() << " boot_epoch=" << boot_epoch_.load()
                               << " inodes=" << inode_count_.load()
@@ -86,6 +87,34 @@ Status Namespace::Bootstrap() {
   batch.Put(keys::Inode(kRootIno), root.SerializeAsString());
   LOG_INFO("new file system: created the root directory");
   return store_->Write(batch, /*sync=*/true);
+}
+
+// The resync's to-do list as the last run left it (W keys).
+Status Namespace::LoadResyncWanted() {
+  std::string w(1, keys::kResync);
+  std::lock_guard<std::mutex> lock(resync_mu_);
+  SFS_RETURN_IF_ERROR(store_->Scan(w, keys::PrefixEnd(w), [&](std::string_view k, std::string_view) {
+    resync_wanted_.insert(keys::IdOf(k));
+    return true;
+  }));
+  if (!resync_wanted_.empty()) {
+    LOG_INFO(resync_wanted_.size() << " mirrored file(s) with stale copies to resync");
+  }
+  return Status::Ok();
+}
+
+void Namespace::ResyncDone(uint64_t ino) {
+  {
+    std::lock_guard<std::mutex> lock(resync_mu_);
+    resync_wanted_.erase(ino);
+  }
+  // Usually deleted already, with the mark that made the file whole
+  // (MirrorState); this covers a file removed meanwhile. Not synced: a lost
+  // delete only means one more look after a restart.
+  KvBatch batch;
+  batch.Delete(keys::Resync(ino));
+  Status st = store_->Write(batch, /*sync=*/false);
+  if (!st.ok()) LOG_WARN("dropping inode " << ino << " from the resync list: " << st.ToString());
 }
 
 // Counts inodes, finds the next destroy-queue seq and reloads reply records.

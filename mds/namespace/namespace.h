@@ -167,15 +167,15 @@ class Namespace {
   // Times every metadata commit's sync there (metrics); null = none.
   void set_commit_histogram(metrics::Histogram* h) { committer_.set_sync_histogram(h); }
   int WriteOpenCount(uint64_t ino) const { return opens_.WriteOpenCount(ino); }
-  // Files a copy was marked stale in since this start (MirrorResyncer).
+  // Files with a copy marked stale and not yet resynced (MirrorResyncer),
+  // kept across restarts as W keys.
   std::vector<uint64_t> ResyncWanted() const {
     std::lock_guard<std::mutex> lock(resync_mu_);
     return {resync_wanted_.begin(), resync_wanted_.end()};
   }
-  void ResyncDone(uint64_t ino) {
-    std::lock_guard<std::mutex> lock(resync_mu_);
-    resync_wanted_.erase(ino);
-  }
+  // Off the list, in memory and on disk (its W key; docs/formats.md): the
+  // file has nothing stale left, or is gone.
+  void ResyncDone(uint64_t ino);
 
  private:
   using Body = std::function<Status(Txn&)>;
@@ -185,6 +185,7 @@ class Namespace {
   Status CommitLocked(const OpCtx& ctx, Txn& txn, google::protobuf::Message* result,
                       bool* wrote);
   Status LoadRepliesAndCounters();
+  Status LoadResyncWanted();
   Status Bootstrap();
 
   // Id allocation. REQUIRES: mu_ held exclusively.

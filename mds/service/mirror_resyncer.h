@@ -1,13 +1,12 @@
 // MirrorResyncer: background resync of mirrored files' stale copies by the
 // MDS (docs/redundancy.md "Resync"). Every `interval` it looks at the files
-// a client marked a copy stale in since this MDS started
-// (Namespace::ResyncWanted); for each one not open for write whose stale
+// with a copy marked stale (Namespace::ResyncWanted, kept across restarts);
+// for each one not open for write whose stale
 // copy's OST and a good copy's OST are both up, it has the stale copy's OSS
 // cut the object to the good copy's size and pull the good copy's bytes (the
 // OSS copy op), syncs it, and marks it ok with MirrorStateReq.if_idle (so a
-// write meanwhile leaves it stale, to be tried again). Files marked stale
-// before an MDS restart are resynced by `sfs mirror resync` (or the next
-// stale mark). One file at a time, one OSS call in flight per copy chunk.
+// write meanwhile leaves it stale, to be tried again). One file at a time,
+// one OSS call in flight per copy chunk.
 #pragma once
 
 #include <atomic>

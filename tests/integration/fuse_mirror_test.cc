@@ -261,6 +261,43 @@ TEST_F(FuseMirrorTest, ResyncRestoresTheStaleCopyAndThenTheOtherOssMayDie) {
   EXPECT_NE(r.out.find("0 stale copies resynced"), std::string::npos) << r.out;
 }
 
+// The resync list is durable: a copy marked stale before an MDS restart is
+// resynced by the restarted MDS once its OSS is back, with nobody asking.
+TEST_F(FuseMirrorTest, AStaleCopyMarkedBeforeAnMdsRestartIsResyncedAfterIt) {
+  ASSERT_EQ(mkdir((mnt_ + "/r").c_str(), 0755), 0);
+  ASSERT_EQ(Sfs({"setstripe", "--mirror-count", "2", "-c", "1", mnt_ + "/r"}).exit, 0);
+  std::mt19937_64 rng(PerTestSeed());
+  auto bytes = RandomBytes(rng, 8 * kStripe);
+  std::string data(bytes.begin(), bytes.end());
+  const std::string path = mnt_ + "/r/f";
+  ASSERT_TRUE(WriteFile(path, data.substr(0, 4 * kStripe)));
+  client::LayoutSpec l = LayoutOf("/r/f");
+  ASSERT_EQ(l.objects.size(), 2u);
+  const int a = cluster().OssOfOst(*client_, l.objects[0].ost);
+  const int b = cluster().OssOfOst(*client_, l.objects[1].ost);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  ASSERT_TRUE(cluster().KillOss(a).ok());
+  {
+    int fd = open(path.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, data.data() + 4 * kStripe, 4 * kStripe, 4 * kStripe),
+              static_cast<ssize_t>(4 * kStripe)) << strerror(errno);
+    ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+    ASSERT_EQ(close(fd), 0);
+  }
+  ASSERT_EQ(StaleCount(LayoutOf("/r/f")), 1u);
+  ASSERT_TRUE(cluster().KillMds().ok());
+  ASSERT_TRUE(cluster().RestartMds().ok());
+  ASSERT_TRUE(cluster().RestartOss(a).ok());
+  ASSERT_TRUE(cluster().WaitForOstsUp(3).ok());
+  EXPECT_TRUE(PollUntil([&] { return StaleCount(LayoutOf("/r/f")) == 0; }, std::chrono::seconds(30)))
+      << "the restarted MDS did not resync the copy marked stale before it";
+  // The resynced copy alone holds every byte.
+  ASSERT_TRUE(cluster().KillOss(b).ok());
+  EXPECT_TRUE(SameBytes(ReadBack(path, data.size()), data)) << "read from the resynced copy alone";
+}
+
 TEST_F(FuseMirrorTest, ResyncIsRefusedWhileAWriterHasTheFileOpen) {
   ASSERT_EQ(mkdir((mnt_ + "/d").c_str(), 0755), 0);
   ASSERT_EQ(Sfs({"setstripe", "-N", "2", "-c", "1", mnt_ + "/d"}).exit, 0);
