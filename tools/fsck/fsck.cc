@@ -53,6 +53,10 @@ Status Checker::Load() {
     if (k.size() == 9) orphans_.insert(keys::IdOf(k));
     return true;
   }));
+  SFS_RETURN_IF_ERROR(scan(keys::kResync, [&](std::string_view k, std::string_view) {
+    if (k.size() == 9) resync_.insert(keys::IdOf(k));
+    return true;
+  }));
   SFS_RETURN_IF_ERROR(scan(keys::kQueue, [&](std::string_view k, std::string_view v) {
     proto::DestroyRec rec;
     if (k.size() == 9 && rec.ParseFromArray(v.data(), v.size())) {
@@ -191,6 +195,61 @@ void Checker::CheckQueue() {
   }
 }
 
+void Checker::CheckRedundancy() {
+  for (const auto& [ino, rec] : inodes_) {
+    const proto::Layout& l = rec.layout();
+    if (!S_ISREG(rec.attr().mode()) || l.mirror_count() < 2 || l.stripe_count() <= 0) continue;
+    ++report_.mirrored_files;
+    const int stripes = l.stripe_count();
+    int stale = 0;
+    for (int s = 0; s < stripes; ++s) {
+      std::set<uint32_t> osts;
+      int good = 0, copies = 0;
+      for (int i = s; i < l.objects_size(); i += stripes) {
+        ++copies;
+        osts.insert(l.objects(i).ost());
+        if (l.objects(i).state() == proto::OBJECT_OK) {
+          ++good;
+        } else {
+          ++stale;
+        }
+      }
+      if (osts.size() < static_cast<size_t>(copies)) {
+        Add("inode " + std::to_string(ino) + ": copies of stripe " + std::to_string(s) +
+                " share an OST (" + std::to_string(osts.size()) + " OSTs for " +
+                std::to_string(copies) + " copies): one OST loss loses the stripe",
+            false);
+      }
+      if (good == 0) {
+        Add("inode " + std::to_string(ino) + ": stripe " + std::to_string(s) +
+                " has no good copy",
+            false);
+      }
+    }
+    const bool listed = resync_.count(ino) > 0;
+    if (stale > 0) {
+      ++report_.degraded_files;
+      Add("inode " + std::to_string(ino) + ": " + std::to_string(stale) + " stale cop" +
+              (stale == 1 ? "y" : "ies") + " of " + std::to_string(l.mirror_count()) +
+              "-way mirrored stripes: not fully redundant until resynced (" +
+              (listed ? "on the MDS's resync list" : "not on the MDS's resync list") + ")",
+          !listed);
+      if (opts_.repair && !listed) batch_.Put(keys::Resync(ino), "");
+    } else if (listed) {
+      Add("resync record for inode " + std::to_string(ino) + " which has no stale copy", true);
+      if (opts_.repair) batch_.Delete(keys::Resync(ino));
+    }
+  }
+  for (uint64_t ino : resync_) {
+    auto it = inodes_.find(ino);
+    if (it != inodes_.end() && it->second.layout().mirror_count() >= 2) continue;
+    Add("resync record for " + std::string(it == inodes_.end() ? "missing" : "unmirrored") +
+            " inode " + std::to_string(ino),
+        true);
+    if (opts_.repair) batch_.Delete(keys::Resync(ino));
+  }
+}
+
 // Links lost inodes into /lost+found (created if missing) as "#<ino>".
 Status Checker::RelinkLost() {
   if (lost_.empty() || !opts_.repair) return Status::Ok();
@@ -244,6 +303,7 @@ Result<Report> Checker::Run() {
   CheckDentries();
   CheckInodes();
   CheckQueue();
+  CheckRedundancy();
   SFS_RETURN_IF_ERROR(CheckOsts());
   SFS_RETURN_IF_ERROR(RelinkLost());
   if (opts_.repair && !batch_.empty()) SFS_RETURN_IF_ERROR(store_->Write(batch_, /*sync=*/true));

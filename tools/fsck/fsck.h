@@ -19,6 +19,16 @@
 //     a linked inode keeps its data);
 //   - destroy-queue records never name an object a live inode still uses
 //     (repair: delete the record, so the data stays).
+// Redundancy checks (mirrored files, docs/redundancy.md):
+//   - the copies of each stripe are on distinct OSTs (not repairable: the
+//     file needs `sfs migrate`);
+//   - a stale copy is a problem: the stripe has fewer good copies than the
+//     layout asks until it is resynced. Repair: make sure the file is on the
+//     resync list (its W key), so the MDS resyncs it at its next start; the
+//     report says so either way;
+//   - a W key names an existing mirrored file with a stale copy (repair:
+//     delete the key).
+// Report::degraded_files counts the mirrored files with a stale copy.
 // OST checks, for each OST directory given (its index from ost_uuid and the
 // T<uuid> record):
 //   - every object file belongs to an inode, a migration, a stale layout or a
@@ -61,6 +71,7 @@ struct Report {
   uint64_t inodes = 0, dentries = 0, orphans = 0, queued_destroys = 0;
   uint64_t objects = 0;           // object files seen on the OSTs given
   uint64_t objects_verified = 0;  // of those, checked against a crc sidecar
+  uint64_t mirrored_files = 0, degraded_files = 0;  // degraded: a copy is stale
   bool clean() const { return problems.empty(); }
 };
 

@@ -34,6 +34,7 @@ class Checker {
   void CheckInodes();
   void CheckNlink(uint64_t ino, proto::InodeRec& rec, uint32_t want);
   void CheckQueue();
+  void CheckRedundancy();
   Status RelinkLost();
   // fsck_osts.cc
   Status CheckOsts();
@@ -53,6 +54,7 @@ class Checker {
   std::map<uint64_t, proto::InodeRec> inodes_;
   std::vector<Dentry> dentries_;
   std::set<uint64_t> orphans_;
+  std::set<uint64_t> resync_;  // W keys: files on the background resync's list
   std::map<uint64_t, proto::DestroyRec> queued_;  // by seq
   std::set<ObjKey> extra_objects_;                // migrations, stale layouts
   std::map<uint64_t, uint32_t> links_;            // dentries per inode

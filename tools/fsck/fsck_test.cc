@@ -263,3 +263,100 @@ TEST_F(FsckTest, AQueuedDestroyOfALiveObjectIsDropped) {
 
 }  // namespace
 }  // namespace sfs::mds
+
+namespace sfs::mds {
+namespace {
+
+class FsckRedundancyTest : public FsckTest {
+ protected:
+  // /m/f, 2-way mirrored with one stripe; its second copy marked stale.
+  void MakeDegradedFile() {
+    auto m = Mkdir(kRootIno, "m");
+    ASSERT_TRUE(m.ok());
+    proto::SetLayoutReq set;
+    set.set_ino(m->ino());
+    set.mutable_layout()->set_mirror_count(2);
+    set.mutable_layout()->set_stripe_count(1);
+    set.mutable_layout()->set_start_ost(-1);
+    ASSERT_TRUE(ns_->SetLayout(RootCtx(), set).ok());
+    auto f = Create(m->ino(), "f");
+    ASSERT_TRUE(f.ok());
+    ino_ = f->attr().ino();
+    ASSERT_TRUE(CloseFile(ino_, f->open_id()).ok());
+    stale_.set_ino(ino_);
+    *stale_.add_objects() = f->layout().objects(1);
+    stale_.set_state(proto::OBJECT_STALE);
+    proto::GetLayoutResp out;
+    ASSERT_TRUE(ns_->MirrorState(RootCtx(), stale_, &out).ok());
+  }
+  std::string All(const fsck::Report& r) {
+    std::string all;
+    for (const auto& p : r.problems) all += p.text + (p.repaired ? " [repaired]\n" : "\n");
+    return all;
+  }
+  uint64_t ino_ = 0;
+  proto::MirrorStateReq stale_;
+};
+
+TEST_F(FsckRedundancyTest, AStaleCopyIsReportedUntilResyncedAndPutBackOnTheResyncList) {
+  MakeDegradedFile();
+  auto r = Run(false);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->mirrored_files, 1u);
+  EXPECT_EQ(r->degraded_files, 1u);
+  ASSERT_EQ(r->problems.size(), 1u) << All(*r);
+  EXPECT_NE(All(*r).find("1 stale copy of 2-way mirrored stripes: not fully redundant until "
+                         "resynced (on the MDS's resync list)"),
+            std::string::npos)
+      << All(*r);
+  // Its resync record lost: fsck puts it back, and the copy stays reported.
+  DeleteKey(keys::Resync(ino_));
+  r = Run(true);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->problems.size(), 1u) << All(*r);
+  EXPECT_TRUE(r->problems[0].repaired) << All(*r);
+  EXPECT_NE(All(*r).find("not on the MDS's resync list"), std::string::npos) << All(*r);
+  EXPECT_TRUE(store_->Get(keys::Resync(ino_)).ok()) << "the resync record was not put back";
+  // Resynced (marked ok): fully redundant, and clean.
+  stale_.set_state(proto::OBJECT_OK);
+  proto::GetLayoutResp out;
+  ASSERT_TRUE(ns_->MirrorState(RootCtx(), stale_, &out).ok());
+  r = Run(false);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->degraded_files, 0u);
+  EXPECT_TRUE(r->clean()) << All(*r);
+}
+
+TEST_F(FsckRedundancyTest, ResyncRecordsOfMissingOrWholeFilesAreRemoved) {
+  MakeDegradedFile();
+  stale_.set_state(proto::OBJECT_OK);
+  proto::GetLayoutResp out;
+  ASSERT_TRUE(ns_->MirrorState(RootCtx(), stale_, &out).ok());
+  KvBatch b;
+  b.Put(keys::Resync(ino_), "");      // a whole file
+  b.Put(keys::Resync(987654), "");    // no such inode
+  ASSERT_TRUE(store_->Write(b, true).ok());
+  ExpectFoundAndRepaired({"resync record for inode " + std::to_string(ino_) +
+                              " which has no stale copy",
+                          "resync record for missing inode 987654"});
+}
+
+TEST_F(FsckRedundancyTest, CopiesOfAStripeOnOneOstAreReported) {
+  MakeDegradedFile();
+  stale_.set_state(proto::OBJECT_OK);
+  proto::GetLayoutResp out;
+  ASSERT_TRUE(ns_->MirrorState(RootCtx(), stale_, &out).ok());
+  PutInode(ino_, [](proto::InodeRec* rec) {
+    rec->mutable_layout()->mutable_objects(1)->set_ost(rec->layout().objects(0).ost());
+  });
+  auto r = Run(true);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->problems.size(), 1u) << All(*r);
+  EXPECT_FALSE(r->problems[0].repaired);
+  EXPECT_NE(All(*r).find("copies of stripe 0 share an OST (1 OSTs for 2 copies)"),
+            std::string::npos)
+      << All(*r);
+}
+
+}  // namespace
+}  // namespace sfs::mds

@@ -76,14 +76,17 @@ int Offline(std::string mds_data, const std::vector<std::string>& osts, bool rep
   }
   std::fprintf(stderr,
                "sfs fsck: %llu inodes, %llu dentries, %llu orphans, %llu queued destroys, %llu "
-               "objects (%llu verified against crcs) on %zu OST(s): %zu problem(s)%s\n",
+               "objects (%llu verified against crcs) on %zu OST(s), %llu mirrored files "
+               "(%llu degraded): %zu problem(s)%s\n",
                static_cast<unsigned long long>(report->inodes),
                static_cast<unsigned long long>(report->dentries),
                static_cast<unsigned long long>(report->orphans),
                static_cast<unsigned long long>(report->queued_destroys),
                static_cast<unsigned long long>(report->objects),
                static_cast<unsigned long long>(report->objects_verified), osts.size(),
-               report->problems.size(), repair ? " (repair mode)" : "");
+               static_cast<unsigned long long>(report->mirrored_files),
+               static_cast<unsigned long long>(report->degraded_files), report->problems.size(),
+               repair ? " (repair mode)" : "");
   return report->clean() ? 0 : kExitProblems;
 }
 
