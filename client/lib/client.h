@@ -171,6 +171,7 @@ struct FsStat {
   uint64_t total_bytes = 0, free_bytes = 0, avail_bytes = 0;
   uint64_t total_inodes = 0, free_inodes = 0;
   uint32_t bsize = 4096;
+  uint64_t degraded_files = 0;  // mirrored files with a stale copy (resync pending)
 };
 
 struct OstStatus {

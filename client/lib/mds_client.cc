@@ -522,6 +522,7 @@ Result<FsStat> MdsClient::Statfs() {
   f.total_inodes = s.total_inodes();
   f.free_inodes = s.free_inodes();
   if (s.bsize() != 0) f.bsize = s.bsize();
+  f.degraded_files = s.degraded_files();
   return f;
 }
 

@@ -111,6 +111,7 @@ proto::StatfsResp Namespace::Statfs() {
   out.set_total_inodes(kSyntheticInodes);
   out.set_free_inodes(used < kSyntheticInodes ? kSyntheticInodes - used : 0);
   out.set_bsize(4096);
+  out.set_degraded_files(ResyncWanted().size());
   return out;
 }
 

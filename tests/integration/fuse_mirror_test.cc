@@ -287,12 +287,22 @@ TEST_F(FuseMirrorTest, AStaleCopyMarkedBeforeAnMdsRestartIsResyncedAfterIt) {
     ASSERT_EQ(close(fd), 0);
   }
   ASSERT_EQ(StaleCount(LayoutOf("/r/f")), 1u);
+  // sfs df and sfs servers say the file system is degraded.
+  SfsRun df = Sfs({"df", mnt_});
+  EXPECT_NE(df.out.find(" 1 mirrored file(s) with a stale copy (resync pending)"),
+            std::string::npos)
+      << df.out;
+  SfsRun servers = Sfs({"servers", "--json", mnt_});
+  EXPECT_NE(servers.out.find("\"degraded_files\":1"), std::string::npos) << servers.out;
   ASSERT_TRUE(cluster().KillMds().ok());
   ASSERT_TRUE(cluster().RestartMds().ok());
   ASSERT_TRUE(cluster().RestartOss(a).ok());
   ASSERT_TRUE(cluster().WaitForOstsUp(3).ok());
   EXPECT_TRUE(PollUntil([&] { return StaleCount(LayoutOf("/r/f")) == 0; }, std::chrono::seconds(30)))
       << "the restarted MDS did not resync the copy marked stale before it";
+  EXPECT_TRUE(PollUntil([&] { return Sfs({"df", mnt_}).out.find("degraded") == std::string::npos; },
+                        std::chrono::seconds(10)))
+      << Sfs({"df", mnt_}).out;
   // The resynced copy alone holds every byte.
   ASSERT_TRUE(cluster().KillOss(b).ok());
   EXPECT_TRUE(SameBytes(ReadBack(path, data.size()), data)) << "read from the resynced copy alone";

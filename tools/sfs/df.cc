@@ -68,6 +68,16 @@ int Parse(int argc, char** argv, Args* a, const char* help) {
   return -1;
 }
 
+// Degraded state, when there is any: OSTs down and mirrored files whose stale
+// copy waits for resync (the MDS's resync list).
+void PrintRedundancy(const std::vector<client::OstStatus>& osts, const client::FsStat& fs) {
+  size_t down = 0;
+  for (const auto& o : osts) down += o.up ? 0 : 1;
+  if (down == 0 && fs.degraded_files == 0) return;
+  std::printf("degraded: %zu OST(s) down, %llu mirrored file(s) with a stale copy (resync pending)\n",
+              down, static_cast<unsigned long long>(fs.degraded_files));
+}
+
 void PrintDfText(const Args& a, const std::vector<client::OstStatus>& osts, const client::FsStat& fs) {
   std::printf("%-28s %14s %14s %14s %5s %s\n", "UUID", a.human ? "size" : "bytes", "used", "available", "use%", "state");
   uint64_t total = 0, used = 0, avail = 0;
@@ -84,7 +94,7 @@ void PrintDfText(const Args& a, const std::vector<client::OstStatus>& osts, cons
   }
   std::printf("\n%-28s %14s %14s %14s %4d%%\n", "filesystem_summary:", Size(total, a.human).c_str(),
               Size(used, a.human).c_str(), Size(avail, a.human).c_str(), Pct(used, avail));
-  (void)fs;
+  PrintRedundancy(osts, fs);
 }
 
 void PrintDfInodes(const client::FsStat& fs) {
@@ -110,7 +120,8 @@ void PrintDfJson(const std::vector<client::OstStatus>& osts, const client::FsSta
     avail += o.avail_bytes;
   }
   os << "],\"summary\":{\"total\":" << total << ",\"used\":" << used << ",\"avail\":" << avail
-     << "},\"inodes\":{\"total\":" << fs.total_inodes << ",\"free\":" << fs.free_inodes << "}}\n";
+     << "},\"inodes\":{\"total\":" << fs.total_inodes << ",\"free\":" << fs.free_inodes
+     << "},\"degraded_files\":" << fs.degraded_files << "}\n";
   std::fputs(os.str().c_str(), stdout);
 }
 
@@ -140,6 +151,8 @@ int RunServers(int argc, char** argv) {
   if (!t.ok()) return Fail("servers", a.path, t.status());
   auto osts = (*t)->client().ListOsts();
   if (!osts.ok()) return Fail("servers", a.path, osts.status());
+  auto fs = (*t)->client().StatFs();
+  if (!fs.ok()) return Fail("servers", a.path, fs.status());
   int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
   std::ostringstream os;
@@ -160,8 +173,9 @@ int RunServers(int argc, char** argv) {
       os << line;
     }
   }
-  if (a.g.json) os << "]}\n";
+  if (a.g.json) os << "],\"degraded_files\":" << fs->degraded_files << "}\n";
   std::fputs(os.str().c_str(), stdout);
+  if (!a.g.json) PrintRedundancy(*osts, *fs);
   return 0;
 }
 
