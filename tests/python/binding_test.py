@@ -14,6 +14,7 @@ import os
 import random
 import selectors
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -263,6 +264,57 @@ class StripedFileTest(unittest.TestCase):
         with FS.open(self.path) as f:
             self.assertEqual(f.preadinto(words, STRIPE), STRIPE)
         self.assertEqual(words.tobytes(), self.data[STRIPE:2 * STRIPE])
+
+
+class GilTest(unittest.TestCase):
+    def test_a_read_waiting_on_a_stopped_oss_lets_other_threads_run(self):
+        # The read cannot finish while its OSS is stopped. If it held the GIL,
+        # this thread could not resume the OSS: the read would time out (EIO)
+        # and return before the SIGCONT below.
+        path = "/gil-one-stripe"
+        data = pattern(3 * STRIPE, 3)
+        FS.setstripe(path, count=1, size=STRIPE)
+        with FS.open(path, "wb") as f:
+            f.write(data)
+        ost = FS.getstripe(path)["objects"][0]["ost"]
+        address = next(o["address"] for o in FS.osts() if o["index"] == ost)
+        oss = next(d for d in CLUSTER.daemons if d.address == address)
+        fs = stripefs.connect(CLUSTER.address, rpc_timeout=5)
+        f = fs.open(path)
+        entered = threading.Event()
+        result = {}
+
+        def reader():
+            buf = bytearray(len(data))
+            entered.set()
+            try:
+                result["n"] = f.readinto(buf)
+                result["data"] = bytes(buf)
+            except OSError as e:
+                result["error"] = e
+            result["done"] = time.monotonic()
+
+        oss.proc.send_signal(signal.SIGSTOP)
+        try:
+            t = threading.Thread(target=reader)
+            t.start()
+            entered.wait()
+            # A window in which the read is (almost surely) in flight; never
+            # long enough for rpc_timeout.
+            end = time.monotonic() + 0.5
+            spins = 0
+            while time.monotonic() < end:
+                spins += 1
+        finally:
+            resumed = time.monotonic()
+            oss.proc.send_signal(signal.SIGCONT)
+        t.join()
+        f.close()
+        fs.close()
+        self.assertNotIn("error", result)
+        self.assertGreater(result["done"], resumed)
+        self.assertEqual(result["n"], len(data))
+        self.assertEqual(result["data"], data)
 
 
 class NamespaceTest(unittest.TestCase):
