@@ -158,6 +158,7 @@ size_t File::Write(const py::buffer& buf) {
   BufferView view(buf, /*writable=*/false);
   auto lock = LockPosition(pos_mu_, std::nullopt);
   std::span<const uint8_t> data(view.data(), view.size());
+  if (data.empty()) return 0;  // an append of nothing lands nowhere: keep the position
   uint64_t where = Check(Blocking([&] { return WriteAt(f, pos_, data); }), path_);
   pos_ = where + data.size();
   return data.size();
@@ -168,9 +169,10 @@ size_t File::Pwrite(const py::buffer& buf, uint64_t off) {
   RequireWritable();
   BufferView view(buf, /*writable=*/false);
   std::span<const uint8_t> data(view.data(), view.size());
-  auto r = Blocking([&]() -> Result<size_t> {
-    Result<size_t> w = write_behind_ ? conn_->WriteBehind(f, off, data) : conn_->Write(*f, off, data);
-    return w;
+  // At off even with O_APPEND (Linux's pwrite would append; Python's os.pwrite
+  // inherits that, this does not).
+  auto r = Blocking([&] {
+    return write_behind_ ? conn_->WriteBehind(f, off, data) : conn_->Write(*f, off, data);
   });
   return Check(std::move(r), path_);
 }

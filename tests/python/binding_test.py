@@ -406,7 +406,10 @@ class FileModesTest(unittest.TestCase):
         with FS.open(self.path, "wb") as f:
             f.write(b"one")
         with FS.open(self.path, "ab") as f:
+            self.assertEqual(f.write(b""), 0)
             f.write(b"two")
+            self.assertEqual(f.tell(), 6)
+            self.assertEqual(f.write(b""), 0)
             self.assertEqual(f.tell(), 6)
         with FS.open(self.path) as f:
             self.assertEqual(f.read(), b"onetwo")
@@ -432,6 +435,26 @@ class FileModesTest(unittest.TestCase):
             f.write(b"x")
         with self.assertRaises(ValueError):
             f.read()
+
+    def test_write_behind_then_close_reads_back(self):
+        data = pattern(5 * STRIPE + 3, 11)
+        with stripefs.connect(CLUSTER.address, write_behind=1 << 20) as fs:
+            with fs.open(self.path, "wb") as f:
+                for off in range(0, len(data), 10000):
+                    f.write(data[off:off + 10000])
+        with FS.open(self.path) as f:
+            self.assertEqual(f.read(), data)
+
+    def test_a_closed_client_refuses_calls_but_its_open_files_work(self):
+        fs = stripefs.connect(CLUSTER.address)
+        f = fs.open(self.path, "w+b")
+        fs.close()
+        with self.assertRaises(ValueError):
+            fs.stat("/")
+        f.write(b"still open")
+        self.assertEqual(f.pread(5, 6), b"open")
+        f.close()
+        self.assertEqual(FS.stat(self.path).st_size, 10)
 
     def test_read_only_buffers_are_refused_for_readinto(self):
         with FS.open(self.path, "w+b") as f:
