@@ -250,6 +250,17 @@ class StripedFileTest(unittest.TestCase):
                 self.assertEqual(n, self.SIZE)
                 self.assertEqual(got, self.data)
 
+    def test_readinto_typed_buffers_fills_their_bytes(self):
+        import array
+        words = array.array("I", bytes(STRIPE))  # a format other than bytes, as numpy's
+        with FS.open(self.path) as f:
+            self.assertEqual(f.preadinto(words, STRIPE + 1), STRIPE)
+        self.assertEqual(words.tobytes(), self.data[STRIPE + 1:2 * STRIPE + 1])
+        buf = bytearray(STRIPE)
+        with FS.open(self.path) as f:
+            self.assertEqual(f.preadinto(memoryview(buf).cast("Q"), 7), STRIPE)
+        self.assertEqual(bytes(buf), self.data[7:7 + STRIPE])
+
     def test_readinto_a_numpy_array(self):
         try:
             import numpy
