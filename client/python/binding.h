@@ -18,6 +18,7 @@
 
 #include <Python.h>
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <memory>
@@ -55,6 +56,16 @@ template <typename F>
 auto Blocking(F&& fn) {
   py::gil_scoped_release nogil;
   return fn();
+}
+
+// libsfs's threads stay in the process that connected. A fork child that
+// inherited a Client or File must not use it (its calls would wait on threads
+// that are not there): RequireOwner raises RuntimeError there. Nor may it
+// destroy it (joining those threads would hang): the destructors Abandon it.
+void RequireOwner(pid_t owner);
+template <typename T>
+void Abandon(std::shared_ptr<T>& p) {
+  if (p) new std::shared_ptr<T>(std::move(p));  // never freed, on purpose
 }
 
 // os.fspath(obj) as bytes (str encoded as the file system encoding does):
@@ -135,6 +146,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::pair<uint64_t, std::string> Parent(const std::string& path);
   client::Attr Resolve(const std::string& path);
 
+  const pid_t pid_ = getpid();  // the process that connected
   std::mutex mu_;
   std::shared_ptr<client::Client> conn_;  // GUARDED_BY(mu_); null once closed
   const client::Cred cred_;
@@ -188,7 +200,8 @@ class File {
   // len(buf) bytes into buf, from off or the position, as ReadBytes.
   size_t ReadInto(const py::buffer& buf, std::optional<uint64_t> at);
 
-  const std::shared_ptr<client::Client> conn_;
+  const pid_t pid_ = getpid();  // the process that opened it
+  std::shared_ptr<client::Client> conn_;  // Abandoned in a fork child
   const client::Cred cred_;  // the opener's: seek to end and truncate ask as it
   const uint64_t ino_;
   std::mutex mu_;                    // guards the handle; held only briefly, with the GIL

@@ -118,6 +118,10 @@ Client::~Client() {
   // The last reference may go with the GIL held (garbage collection); the
   // connection's threads are joined without it.
   std::shared_ptr<client::Client> c = std::move(conn_);
+  if (getpid() != pid_) {
+    Abandon(c);
+    return;
+  }
   if (c && PyGILState_Check()) {
     py::gil_scoped_release nogil;
     c.reset();
@@ -125,6 +129,7 @@ Client::~Client() {
 }
 
 std::shared_ptr<client::Client> Client::Conn() {
+  RequireOwner(pid_);
   std::lock_guard<std::mutex> lock(mu_);
   if (!conn_) throw py::value_error("operation on a closed stripefs.Client");
   return conn_;
@@ -135,6 +140,10 @@ void Client::Close() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     c = std::move(conn_);
+  }
+  if (getpid() != pid_) {
+    Abandon(c);
+    return;
   }
   Blocking([&] { c.reset(); });  // open Files still hold it; it goes with the last
 }

@@ -1,5 +1,8 @@
 // Helpers the binding's objects share: errors, path and buffer arguments, stat results.
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <stdexcept>
 
 #include "client/python/binding.h"
 
@@ -7,6 +10,13 @@ namespace sfs::python {
 
 void Check(const Status& st, const std::string& path) {
   if (!st.ok()) throw SfsError{st, path};
+}
+
+void RequireOwner(pid_t owner) {
+  if (getpid() != owner) {
+    throw std::runtime_error(
+        "a stripefs connection cannot be used after fork(): call stripefs.connect() in the child");
+  }
 }
 
 std::string PathArg(const py::handle& obj) {

@@ -50,6 +50,11 @@ class BytesBuffer {
 
 File::~File() {
   std::shared_ptr<client::File> f = std::move(f_);
+  if (getpid() != pid_) {  // RequireOwner
+    Abandon(f);
+    Abandon(conn_);
+    return;
+  }
   if (!f) return;
   // Not closed by the program: release the open, as a garbage-collected
   // Python file does; an error has nobody to go to.
@@ -63,6 +68,7 @@ File::~File() {
 }
 
 std::shared_ptr<client::File> File::Handle() {
+  RequireOwner(pid_);
   std::lock_guard<std::mutex> lock(mu_);
   if (!f_) throw py::value_error("I/O operation on closed file");
   return f_;
@@ -227,6 +233,7 @@ void File::Fsync() {
 }
 
 void File::Close() {
+  RequireOwner(pid_);
   std::shared_ptr<client::File> f;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -328,6 +328,47 @@ class GilTest(unittest.TestCase):
         self.assertEqual(result["data"], data)
 
 
+class ForkTest(unittest.TestCase):
+    def test_a_fork_child_gets_an_error_and_exits_without_hanging(self):
+        global FS
+        data = pattern(2 * STRIPE, 5)
+        with FS.open("/forked", "wb") as w:
+            w.write(data)
+        f = FS.open("/forked")
+        pid = os.fork()
+        if pid == 0:  # the child: libsfs's threads are not here
+            code = 0
+            for call in (lambda: FS.stat("/"), lambda: f.pread(1, 0)):
+                try:
+                    call()
+                    code = 1
+                except RuntimeError:
+                    pass
+            try:
+                child_fs = stripefs.connect(CLUSTER.address)  # a new connection works
+                if child_fs.open("/forked").pread(10, STRIPE) != data[STRIPE:STRIPE + 10]:
+                    code = 2
+                child_fs.close()
+            except Exception:
+                code = 3
+            del f
+            FS = None  # both inherited objects destroyed here: must not hang
+            os._exit(code)
+        deadline = time.monotonic() + 30
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                self.fail("the fork child hung")
+            time.sleep(0.05)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        self.assertEqual(f.pread(4, 0), data[:4])  # the parent's still works
+        f.close()
+
+
 class NamespaceTest(unittest.TestCase):
     def setUp(self):
         self.dir = "/ns-" + self.id().rsplit(".", 1)[-1]
