@@ -71,7 +71,9 @@ uint32_t ProcessUmask() {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("Umask:", 0) == 0) return static_cast<uint32_t>(std::stoul(line.substr(6), nullptr, 8));
+    if (line.rfind("Umask:", 0) == 0) {
+      return static_cast<uint32_t>(std::stoul(line.substr(6), nullptr, 8));
+    }
   }
   return 022;
 }
@@ -111,7 +113,8 @@ std::shared_ptr<Client> Client::Connect(const ConnectArgs& a) {
   o.write_behind_bytes = a.write_behind;
   auto conn = Blocking([&] { return client::Client::Connect(o); });
   std::shared_ptr<client::Client> shared = Check(std::move(conn), a.address);
-  return std::shared_ptr<Client>(new Client(std::move(shared), ProcessCred(a), ProcessUmask(), a.write_behind));
+  return std::shared_ptr<Client>(
+      new Client(std::move(shared), ProcessCred(a), ProcessUmask(), a.write_behind));
 }
 
 Client::~Client() {

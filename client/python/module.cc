@@ -16,18 +16,22 @@ void RaiseOsError(const SfsError& e) {
   int code = e.status.code();
   std::string text = std::strerror(code);
   if (!e.status.message().empty()) text += " (" + e.status.message() + ")";
-  py::object err = e.path.empty()
-                       ? py::reinterpret_borrow<py::object>(PyExc_OSError)(code, text)
-                       : py::reinterpret_borrow<py::object>(PyExc_OSError)(
-                             code, text, py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(
-                                             e.path.data(), static_cast<Py_ssize_t>(e.path.size()))));
+  py::object os_error = py::reinterpret_borrow<py::object>(PyExc_OSError);
+  py::object err;
+  if (e.path.empty()) {
+    err = os_error(code, text);
+  } else {
+    err = os_error(code, text, py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(
+                                   e.path.data(), static_cast<Py_ssize_t>(e.path.size()))));
+  }
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
 }
 
 double Seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 void BindStat(py::module_& m) {
-  py::class_<StatResult>(m, "StatResult", "What Client.stat() returns; the fields of os.stat_result StripeFS has.")
+  py::class_<StatResult>(m, "StatResult",
+                         "What Client.stat() returns: the fields of os.stat_result StripeFS has.")
       .def_readonly("st_ino", &StatResult::st_ino)
       .def_readonly("st_mode", &StatResult::st_mode)
       .def_readonly("st_nlink", &StatResult::st_nlink)
@@ -90,7 +94,8 @@ void BindFile(py::module_& m) {
 }
 
 void BindClient(py::module_& m) {
-  py::class_<Client, std::shared_ptr<Client>>(m, "Client", "A connection to a StripeFS file system.")
+  py::class_<Client, std::shared_ptr<Client>>(m, "Client",
+                                              "A connection to a StripeFS file system.")
       .def("open", &Client::Open, py::arg("path"), py::arg("mode") = "rb",
            py::arg("perm") = 0666,
            "Opens a file: mode as open()'s ('rb', 'wb', 'r+b', 'ab', 'xb'; 'b' optional) or "

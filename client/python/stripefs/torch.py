@@ -5,8 +5,9 @@
     loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=4)
 
 Item i is transform(memoryview over file i's bytes), or a bytearray of them
-without a transform: one buffer per item, filled by readinto. Each process (every DataLoader worker) opens its own connection
-on first use, so the dataset pickles as just its address and paths. torch is
+without a transform: one buffer per item, filled by readinto. Each process
+(every DataLoader worker) opens its own connection on first use, so the
+dataset pickles as just its address and paths. torch is
 imported only to subclass its Dataset when it is installed; without torch the
 class still works as a plain sequence.
 """
