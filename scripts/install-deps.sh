@@ -18,6 +18,9 @@ pkgs+=(libisal-dev)
 # groff and man, units with systemd-analyze, packages built with dpkg-deb and
 # dpkg-shlibdeps and lintian; ccache lets the package build reuse the main build's objects.
 pkgs+=(groff-base man-db systemd dpkg-dev lintian ccache)
+# The Python binding (client/python/, import stripefs): headers and pybind11;
+# numpy for its readinto-a-numpy-array test (skipped without it).
+pkgs+=(python3-dev pybind11-dev python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -34,7 +34,14 @@ done
 
 if [ ! -f "$build/build.ninja" ]; then
   # No MPI: sfs-bench forks its tasks; an MPI build would make the package depend on OpenMPI.
-  meson setup "$build" --prefix=/usr --buildtype=release -Dtests=false -Dmpi=disabled -Dfuse=enabled -Drdma=enabled >/dev/null
+  meson setup "$build" --prefix=/usr --buildtype=release -Dtests=false -Dmpi=disabled -Dfuse=enabled -Drdma=enabled -Dpython=disabled >/dev/null
+fi
+# The Python binding (client/python/) is in no package yet: leave it out of
+# the staged tree, also in a build dir set up before the option existed.
+python_opt=$(meson introspect --buildoptions "$build" |
+  python3 -c 'import json, sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"] == "python"), ""))')
+if [ "$python_opt" != disabled ]; then
+  meson setup --reconfigure "$build" -Dpython=disabled >/dev/null
 fi
 prefix=$(meson introspect --buildoptions "$build" |
   python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')

@@ -1,0 +1,156 @@
+// stripefs._core: the pybind11 module. Only the Python-facing shape lives
+// here (names, keyword arguments, defaults, docstrings, the error
+// translator); the behaviour is in client_binding.cc and file_binding.cc.
+#include <cstring>
+
+#include <pybind11/stl.h>
+
+#include "client/python/binding.h"
+
+namespace sfs::python {
+namespace {
+
+// OSError(errno, "strerror (libsfs's detail)", filename): Python picks the
+// subclass (FileNotFoundError for ENOENT...) from the errno itself.
+void RaiseOsError(const SfsError& e) {
+  int code = e.status.code();
+  std::string text = std::strerror(code);
+  if (!e.status.message().empty()) text += " (" + e.status.message() + ")";
+  py::object os_error = py::reinterpret_borrow<py::object>(PyExc_OSError);
+  py::object err;
+  if (e.path.empty()) {
+    err = os_error(code, text);
+  } else {
+    err = os_error(code, text, py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(
+                                   e.path.data(), static_cast<Py_ssize_t>(e.path.size()))));
+  }
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
+}
+
+double Seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+void BindStat(py::module_& m) {
+  py::class_<StatResult>(m, "StatResult",
+                         "What Client.stat() returns: the fields of os.stat_result StripeFS has.")
+      .def_readonly("st_ino", &StatResult::st_ino)
+      .def_readonly("st_mode", &StatResult::st_mode)
+      .def_readonly("st_nlink", &StatResult::st_nlink)
+      .def_readonly("st_uid", &StatResult::st_uid)
+      .def_readonly("st_gid", &StatResult::st_gid)
+      .def_readonly("st_size", &StatResult::st_size)
+      .def_readonly("st_blocks", &StatResult::st_blocks)
+      .def_readonly("st_blksize", &StatResult::st_blksize)
+      .def_readonly("st_rdev", &StatResult::st_rdev)
+      .def_readonly("st_atime_ns", &StatResult::st_atime_ns)
+      .def_readonly("st_mtime_ns", &StatResult::st_mtime_ns)
+      .def_readonly("st_ctime_ns", &StatResult::st_ctime_ns)
+      .def_property_readonly("st_atime", [](const StatResult& s) { return Seconds(s.st_atime_ns); })
+      .def_property_readonly("st_mtime", [](const StatResult& s) { return Seconds(s.st_mtime_ns); })
+      .def_property_readonly("st_ctime", [](const StatResult& s) { return Seconds(s.st_ctime_ns); })
+      .def("__repr__", [](const StatResult& s) {
+        char buf[192];
+        std::snprintf(buf, sizeof(buf),
+                      "stripefs.StatResult(st_mode=0o%o, st_ino=%llu, st_nlink=%u, st_uid=%u, "
+                      "st_gid=%u, st_size=%llu)",
+                      s.st_mode, static_cast<unsigned long long>(s.st_ino), s.st_nlink, s.st_uid,
+                      s.st_gid, static_cast<unsigned long long>(s.st_size));
+        return std::string(buf);
+      });
+}
+
+void BindFile(py::module_& m) {
+  py::class_<File, std::shared_ptr<File>>(m, "File", "An open StripeFS file (binary).")
+      .def("read", &File::Read, py::arg("size") = -1,
+           "Up to size bytes from the position (all to the end of file if size < 0).")
+      .def("readinto", &File::Readinto, py::arg("buffer"),
+           "Reads into a writable contiguous buffer, without a copy; returns the byte count.")
+      .def("pread", &File::Pread, py::arg("size"), py::arg("offset"),
+           "Up to size bytes at offset; the position does not move.")
+      .def("preadinto", &File::Preadinto, py::arg("buffer"), py::arg("offset"),
+           "readinto at offset; the position does not move.")
+      .def("write", &File::Write, py::arg("data"), "Writes a bytes-like object whole.")
+      .def("pwrite", &File::Pwrite, py::arg("data"), py::arg("offset"))
+      .def("seek", &File::Seek, py::arg("offset"), py::arg("whence") = SEEK_SET)
+      .def("tell", &File::Tell)
+      .def("truncate", &File::Truncate, py::arg("size") = py::none())
+      .def("flush", &File::Flush, "Reports the written size to the MDS.")
+      .def("fsync", &File::Fsync, "Makes the written data and the size durable.")
+      .def("close", &File::Close)
+      .def("readable", &File::readable)
+      .def("writable", &File::writable)
+      .def("seekable", [](const File&) { return true; })
+      .def_property_readonly("closed", &File::closed)
+      .def_property_readonly("name", &File::path)
+      .def_property_readonly("mode", &File::mode)
+      .def_property_readonly("ino", &File::ino)
+      .def_property_readonly("size", &File::size,
+                             "The size at open, raised by this client's writes (no round trip).")
+      .def("__enter__", [](std::shared_ptr<File> f) { return f; })
+      .def("__exit__", [](File& f, py::args) { f.Close(); })
+      .def("__repr__", [](File& f) {
+        return "<stripefs.File name='" + f.path() + "' mode='" + f.mode() + "'" +
+               (f.closed() ? " closed" : "") + ">";
+      });
+}
+
+void BindClient(py::module_& m) {
+  py::class_<Client, std::shared_ptr<Client>>(m, "Client",
+                                              "A connection to a StripeFS file system.")
+      .def("open", &Client::Open, py::arg("path"), py::arg("mode") = "rb",
+           py::arg("perm") = 0666,
+           "Opens a file: mode as open()'s ('rb', 'wb', 'r+b', 'ab', 'xb'; 'b' optional) or "
+           "os.O_* flags.")
+      .def("stat", &Client::Stat, py::arg("path"))
+      .def("exists", &Client::Exists, py::arg("path"))
+      .def("listdir", &Client::Listdir, py::arg("path") = "/")
+      .def("mkdir", &Client::Mkdir, py::arg("path"), py::arg("mode") = 0777)
+      .def("unlink", &Client::Unlink, py::arg("path"))
+      .def("remove", &Client::Unlink, py::arg("path"))
+      .def("rmdir", &Client::Rmdir, py::arg("path"))
+      .def("rename", &Client::Rename, py::arg("src"), py::arg("dst"))
+      .def("truncate", &Client::Truncate, py::arg("path"), py::arg("size"))
+      .def("setstripe", &Client::Setstripe, py::arg("path"), py::kw_only(),
+           py::arg("count") = 0, py::arg("size") = 0, py::arg("pool") = "",
+           py::arg("start_ost") = -1, py::arg("mirror_count") = 0,
+           "As `sfs setstripe`: a directory's default layout, an empty file's layout, or a new "
+           "empty file with it. count -1 = all OSTs, 0 = inherit.")
+      .def("getstripe", &Client::Getstripe, py::arg("path"))
+      .def("osts", &Client::Osts, "The OSTs the MDS knows, with their state.")
+      .def("close", &Client::Close)
+      .def("__enter__", [](std::shared_ptr<Client> c) { return c; })
+      .def("__exit__", [](Client& c, py::args) { c.Close(); });
+}
+
+void InitModule(py::module_& m) {
+  m.doc() = "StripeFS's native client (libsfs) for Python; see docs/python.md.";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const SfsError& e) {
+      RaiseOsError(e);
+    }
+  });
+  BindStat(m);
+  BindFile(m);
+  BindClient(m);
+  m.def(
+      "connect",
+      [](const std::string& address, double rpc_timeout, double connect_timeout,
+         double recovery_timeout, int io_threads, const std::string& transport,
+         uint64_t write_behind, std::optional<uint32_t> uid, std::optional<uint32_t> gid) {
+        ConnectArgs a{address, rpc_timeout, connect_timeout, recovery_timeout, io_threads,
+                      transport, write_behind, uid, gid};
+        return Client::Connect(a);
+      },
+      py::arg("address"), py::kw_only(), py::arg("rpc_timeout") = 30.0,
+      py::arg("connect_timeout") = 5.0, py::arg("recovery_timeout") = 60.0,
+      py::arg("io_threads") = 2, py::arg("transport") = "auto", py::arg("write_behind") = 0,
+      py::arg("uid") = py::none(), py::arg("gid") = py::none(),
+      "Connects to the MDS at 'host:port'. Timeouts in seconds; write_behind in bytes (0 = "
+      "writes are acknowledged by the OSSes before write() returns).");
+}
+
+}  // namespace
+}  // namespace sfs::python
+
+PYBIND11_MODULE(_core, m) { sfs::python::InitModule(m); }
