@@ -162,4 +162,13 @@ Result<Capability> Verify(std::string_view token, const ClusterKey& key, int64_t
 
 int64_t NowUnix() { return static_cast<int64_t>(::time(nullptr)); }
 
+std::string ServerToken(const ClusterKey& key) {
+  Capability cap;
+  cap.rights = kRead | kWrite | kAdmin;
+  cap.all_objects = true;
+  cap.key_id = key.id;
+  cap.expiry = NowUnix() + kCapabilityLifetimeSec;
+  return Sign(cap, key);
+}
+
 }  // namespace sfs::auth

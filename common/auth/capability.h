@@ -61,5 +61,8 @@ std::string Sign(const Capability& cap, const ClusterKey& key);
 // (unix seconds). EACCES on any failure, with a short reason.
 Result<Capability> Verify(std::string_view token, const ClusterKey& key, int64_t now);
 int64_t NowUnix();
+// A server's own token (the MDS's destroys and resync copies, an OSS's
+// pulls): every object, every right, for kCapabilityLifetimeSec.
+std::string ServerToken(const ClusterKey& key);
 
 }  // namespace sfs::auth
