@@ -66,6 +66,8 @@ struct Flags {
   int64_t lock_grace_ms = 6000;
   std::string metrics_listen;  // "" = no metrics endpoint (the default)
   std::string cluster_key;     // "" = no capabilities (docs/security.md)
+  // Not in the usage: shortened only by tests of renewal (capability_test).
+  int64_t capability_lifetime_s = auth::kCapabilityLifetimeSec;
 };
 
 [[noreturn]] void UsageError(const std::string& why) {
@@ -128,6 +130,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.metrics_listen = value;
     } else if (a == "--cluster-key") {
       f.cluster_key = value;
+    } else if (a == "--capability-lifetime-s") {
+      f.capability_lifetime_s = ParseMs(a, v);  // a positive integer
     } else if (a == "--transport") {
       if (!rpc::ParseTransportMode(v, &f.transport)) UsageError("bad value for --transport");
     } else {
@@ -280,6 +284,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   leases.StartTimer();
   MdsService service(&ns, &osts, &leases);
   if (key.has_value()) service.set_cluster_key(*key);
+  service.set_capability_lifetime_s(flags.capability_lifetime_s);
   // Locks: as for leases, a grace period for reclaims only if an earlier
   // instance ever granted one. A client silent for its timeout loses them.
   LockOptions kopts;

@@ -53,6 +53,8 @@ class MdsService : public rpc::Handler {
   // for its objects (sign_layouts.cc, docs/protocol.md "Capabilities").
   // REQUIRES: set before serving.
   void set_cluster_key(auth::ClusterKey key) { key_ = std::move(key); }
+  // How long those capabilities last (tests shorten it to see renewal).
+  void set_capability_lifetime_s(int64_t s) { capability_lifetime_s_ = s; }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
@@ -94,6 +96,7 @@ class MdsService : public rpc::Handler {
   MdsMetrics* metrics_ = nullptr;
   std::string metrics_address_;
   std::optional<auth::ClusterKey> key_;
+  int64_t capability_lifetime_s_ = auth::kCapabilityLifetimeSec;
   // Append tokens (append_ops.cc): who may append to an inode without asking.
   struct AppendToken {
     uint64_t client = 0;

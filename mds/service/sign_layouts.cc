@@ -12,13 +12,14 @@
 namespace sfs::mds {
 namespace {
 
-void Attach(const auth::ClusterKey& key, uint64_t ino, uint32_t rights, proto::Layout* l) {
+void Attach(const auth::ClusterKey& key, int64_t lifetime_s, uint64_t ino, uint32_t rights,
+            proto::Layout* l) {
   if (l->objects_size() == 0) return;  // a directory's default layout: nothing to reach
   auth::Capability cap;
   cap.ino = ino;
   cap.rights = rights;
   cap.key_id = key.id;
-  cap.expiry = auth::NowUnix() + auth::kCapabilityLifetimeSec;
+  cap.expiry = auth::NowUnix() + lifetime_s;
   cap.objects.reserve(l->objects_size());
   for (const proto::StripeObject& o : l->objects()) cap.objects.emplace_back(o.ost(), o.oid());
   l->set_capability(auth::Sign(cap, key));
@@ -40,7 +41,7 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       proto::OpenResp* o = resp->mutable_open();
       // Write only if this open may write: the OSSes then refuse writes
       // through a read-only open even from a client that ignores its mode.
-      Attach(key, o->attr().ino(), OpenRights(flags), o->mutable_layout());
+      Attach(key, capability_lifetime_s_, o->attr().ino(), OpenRights(flags), o->mutable_layout());
       return;
     }
     case proto::MdsRequest::kGetLayout:
@@ -57,7 +58,7 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       cred.groups.assign(req.cred().groups().begin(), req.cred().groups().end());
       uint32_t rights = auth::kRead;
       if (CheckAccess(cred, *attr, kMayWrite).ok()) rights |= auth::kWrite;
-      Attach(key, ino, rights, resp->mutable_get_layout()->mutable_layout());
+      Attach(key, capability_lifetime_s_, ino, rights, resp->mutable_get_layout()->mutable_layout());
       return;
     }
     case proto::MdsRequest::kMigrateBegin: {
@@ -65,8 +66,8 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       // Migration copies old to new; the MDS let it begin, so it may write.
       proto::MigrateBeginResp* m = resp->mutable_migrate_begin();
       uint64_t ino = req.migrate_begin().ino();
-      Attach(key, ino, auth::kRead | auth::kWrite, m->mutable_old_layout());
-      Attach(key, ino, auth::kRead | auth::kWrite, m->mutable_new_layout());
+      Attach(key, capability_lifetime_s_, ino, auth::kRead | auth::kWrite, m->mutable_old_layout());
+      Attach(key, capability_lifetime_s_, ino, auth::kRead | auth::kWrite, m->mutable_new_layout());
       return;
     }
     default:

@@ -30,12 +30,14 @@ constexpr size_t kLen = 256 * 1024;
 class CapabilityTest : public ClusterPerTest {
  protected:
   virtual bool Keyed() const { return true; }
+  virtual int LifetimeS() const { return 0; }  // 0: the MDS's default
 
   ClusterOptions Options() override {
     ClusterOptions o;
     o.name = "cap";
     o.num_oss = 2;
     o.cluster_key = Keyed();
+    if (LifetimeS() > 0) o.mds_args = {"--capability-lifetime-s", std::to_string(LifetimeS())};
     return o;
   }
 
@@ -222,6 +224,42 @@ void CapabilityTest::Unlinks() {
   bool gone = PollUntil([&] { return ::access(path.c_str(), F_OK) != 0; },
                         std::chrono::seconds(30));
   EXPECT_TRUE(gone) << path << " still there: the MDS's destroy was refused?";
+}
+
+// Capabilities of 2 s: a writer and a reader keep going across several
+// expiries with no error (the client renews on EACCES and sends again).
+class RenewalTest : public CapabilityTest {
+ protected:
+  int LifetimeS() const override { return 2; }
+};
+
+TEST_F(RenewalTest, ExpiredCapabilitiesAreRenewedUnderARunningWriter) {
+  const std::string first = file_->layout().capability;
+  // Until the first token has expired at the OSS (proves expiry is
+  // enforced), and then as long again, write and read back all the time.
+  auto expired = [&] { return Raw(0, ReadReq(first)).status().code() == EACCES; };
+  int rounds = 0;
+  bool seen_expired = false;
+  std::chrono::steady_clock::time_point until{};
+  for (uint8_t v = 1;; ++v) {
+    std::vector<uint8_t> data(kLen, v);
+    Status w = client_->Write(*file_, 0, data).status();
+    ASSERT_TRUE(w.ok()) << "round " << rounds << ": " << w.ToString();
+    std::vector<uint8_t> got(kLen);
+    auto r = client_->Read(*file_, 0, got);
+    ASSERT_TRUE(r.ok()) << "round " << rounds << ": " << r.status().ToString();
+    ASSERT_EQ(got, data) << "round " << rounds;
+    ++rounds;
+    if (!seen_expired && expired()) {
+      seen_expired = true;
+      until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    }
+    if (seen_expired && std::chrono::steady_clock::now() > until) break;
+    ASSERT_LT(rounds, 100000) << "the first capability never expired";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // pacing, not synchronisation
+  }
+  EXPECT_TRUE(seen_expired);
+  EXPECT_GT(rounds, 10);
 }
 
 class NoKeyTest : public CapabilityTest {
