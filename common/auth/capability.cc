@@ -64,8 +64,8 @@ Result<ClusterKey> LoadKey(const std::string& path) {
   }
   if ((st.st_mode & 077) != 0) {
     ::close(fd);
-    return Status::Errno(EPERM, "cluster key " + path +
-                                    " is accessible by group or others (chmod 600 it)");
+    return Status::Errno(
+        EPERM, "cluster key " + path + " is accessible by group or others (chmod 600 it)");
   }
   std::string raw(256, '\0');
   ssize_t n = ::read(fd, raw.data(), raw.size());

@@ -58,7 +58,8 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       cred.groups.assign(req.cred().groups().begin(), req.cred().groups().end());
       uint32_t rights = auth::kRead;
       if (CheckAccess(cred, *attr, kMayWrite).ok()) rights |= auth::kWrite;
-      Attach(key, capability_lifetime_s_, ino, rights, resp->mutable_get_layout()->mutable_layout());
+      Attach(key, capability_lifetime_s_, ino, rights,
+             resp->mutable_get_layout()->mutable_layout());
       return;
     }
     case proto::MdsRequest::kMigrateBegin: {

@@ -353,8 +353,11 @@ Status OssService::CheckCapabilities(const OssRequest& oreq) const {
   };
   auto deny = [&](uint32_t ost, uint64_t oid) {
     if (caps.empty()) return last;
-    return Status::Errno(EACCES, "no capability for " + std::string(right == auth::kRead ? "reading" : right == auth::kWrite ? "writing" : "administering") +
-                                     " ost " + std::to_string(ost) + " oid " + std::to_string(oid));
+    const char* what = right == auth::kRead    ? "reading"
+                       : right == auth::kWrite ? "writing"
+                                               : "administering";
+    return Status::Errno(EACCES, std::string("no capability for ") + what + " ost " +
+                                     std::to_string(ost) + " oid " + std::to_string(oid));
   };
   switch (oreq.op_case()) {
     case OssRequest::kWriteV:

@@ -5,14 +5,13 @@
 // EACCES. The control: without a key the same bare request is served, so
 // the test tells a check from a broken OSS.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <iterator>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "client/lib/client.h"
 #include "common/rpc/rpc.h"
@@ -204,10 +203,9 @@ TEST_F(CapabilityTest, ReadOnlyCapabilityCannotWrite) {
   r.add_capabilities(cap);
   EXPECT_EQ(Raw(0, r).status().code(), EACCES);
   // The read-write one writes (same request, the control).
-  EXPECT_EQ(Raw(0, WriteReq(file_->layout().capability), std::vector<uint8_t>(10, 'f'))
-                .status()
-                .code(),
-            0);
+  EXPECT_EQ(
+      Raw(0, WriteReq(file_->layout().capability), std::vector<uint8_t>(10, 'f')).status().code(),
+      0);
 }
 
 // Unlink with a key: the MDS's destroys carry its own token, so the objects go.
@@ -221,8 +219,8 @@ void CapabilityTest::Unlinks() {
   ASSERT_TRUE(client_->Close(file_).ok());
   file_.reset();
   ASSERT_TRUE(client_->Unlink(kRoot, client::kRootIno, "f").ok());
-  bool gone = PollUntil([&] { return ::access(path.c_str(), F_OK) != 0; },
-                        std::chrono::seconds(30));
+  bool gone =
+      PollUntil([&] { return ::access(path.c_str(), F_OK) != 0; }, std::chrono::seconds(30));
   EXPECT_TRUE(gone) << path << " still there: the MDS's destroy was refused?";
 }
 
