@@ -208,6 +208,34 @@ TEST_F(CapabilityTest, ReadOnlyCapabilityCannotWrite) {
       0);
 }
 
+// Server-side copies with a key: the client's copy carries both files'
+// capabilities, and the destination's OSS pulls the source from its peer
+// with its own token. Nothing is refused on the way.
+TEST_F(CapabilityTest, CopyRangeAndSeekWork) {
+  client::LayoutSpec l;
+  l.stripe_count = 2;
+  l.stripe_size = 64 * 1024;
+  l.start_ost = static_cast<int32_t>(file_->layout().objects[1].ost);  // stripes cross OSSes
+  client::Attr attr;
+  auto g = client_->Create(kRoot, client::kRootIno, "g", 0644, O_RDWR | O_CREAT, &attr, &l);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ASSERT_NE((*g)->layout().objects[0].ost, file_->layout().objects[0].ost);
+  auto n = client_->CopyRange(*file_, 0, **g, 0, kLen);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, kLen);
+  std::vector<uint8_t> got(kLen);
+  ASSERT_TRUE(client_->Read(**g, 0, got).ok());
+  EXPECT_EQ(got, std::vector<uint8_t>(kLen, 'w'));
+  auto data = client_->Seek(**g, 0, SEEK_DATA);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ(*data, 0u);
+  for (int i = 0; i < cluster().num_oss(); ++i) {
+    std::ifstream log(cluster().root() + "/logs/oss" + std::to_string(i) + ".log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find("EACCES"), std::string::npos) << "oss" << i << " refused a request";
+  }
+}
+
 // Unlink with a key: the MDS's destroys carry its own token, so the objects go.
 TEST_F(CapabilityTest, UnlinkDestroysObjects) { Unlinks(); }
 
