@@ -236,6 +236,15 @@ TEST_F(CapabilityTest, CopyRangeAndSeekWork) {
   }
 }
 
+// The online fsck stats objects on the OSSes with the capabilities of the
+// layouts it reads: clean on a keyed cluster.
+TEST_F(CapabilityTest, OnlineFsckIsClean) {
+  ASSERT_TRUE(client_->Fsync(*file_, false).ok());
+  std::string cmd = SfsBinary() + " fsck --mds " + cluster().mds_address();
+  std::string out;
+  EXPECT_EQ(RunShell(cmd, &out), 0) << cmd << "\n" << out;
+}
+
 // Unlink with a key: the MDS's destroys carry its own token, so the objects go.
 TEST_F(CapabilityTest, UnlinkDestroysObjects) { Unlinks(); }
 
