@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,7 +50,8 @@ constexpr const char* kUsage =
     "usage: sfs-mds [--config FILE (default /etc/stripefs/mds.conf)] --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
     "[--commit-interval-ms N (0 = commit before every reply, the default)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
     "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N] "
-    "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)]";
+    "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)] "
+    "[--cluster-key FILE (mode 0600: sign capabilities the OSSes check)]";
 
 struct Flags {
   std::string data;
@@ -68,6 +70,9 @@ struct Flags {
   // (mds/lock/lock_table.h); clients reconnect within about a second.
   int64_t lock_grace_ms = 6000;
   std::string metrics_listen;  // "" = no metrics endpoint (the default)
+  std::string cluster_key;     // "" = no capabilities (docs/security.md)
+  // Not in the usage: shortened only by tests of renewal (capability_test).
+  int64_t capability_lifetime_s = auth::kCapabilityLifetimeSec;
 };
 
 [[noreturn]] void UsageError(const std::string& why) {
@@ -131,6 +136,10 @@ Flags ParseFlags(const std::vector<config::Arg>& args) {
       f.inline_handlers = value == "on";
     } else if (a == "--metrics-listen") {
       f.metrics_listen = value;
+    } else if (a == "--cluster-key") {
+      f.cluster_key = value;
+    } else if (a == "--capability-lifetime-s") {
+      f.capability_lifetime_s = ParseMs(a, v);  // a positive integer
     } else if (a == "--transport") {
       if (!rpc::ParseTransportMode(v, &f.transport)) UsageError(where + "bad value for --transport");
     } else {
@@ -238,6 +247,16 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     LOG_ERROR("opening the metadata store: " << store.status().ToString());
     return 1;
   }
+  std::optional<auth::ClusterKey> key;
+  if (!flags.cluster_key.empty()) {
+    Result<auth::ClusterKey> loaded = auth::LoadKey(flags.cluster_key);
+    if (!loaded.ok()) {
+      LOG_ERROR(loaded.status().ToString());
+      return 1;
+    }
+    key = std::move(*loaded);
+    LOG_INFO("cluster key " << flags.cluster_key << ": layouts carry capabilities");
+  }
   OstRegistry osts(store->get());
   NamespaceOptions nopts;
   nopts.client_timeout_ms = flags.client_timeout_ms;
@@ -250,7 +269,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
     return 1;
   }
   std::unique_ptr<rpc::IoContext> io = rpc::IoContext::Create(1);
-  OssDestroyer destroyer(io.get());
+  OssDestroyer destroyer(io.get(), key);
   DestroyQueue queue(store->get(), &osts, &destroyer);
   ns.SetDestroyNotifier([&queue] { queue.Notify(); });
   // Destroys wait a moment so that one commit covers a burst of unlinks.
@@ -259,7 +278,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   queue.Start();
   Housekeeper housekeeper(&ns, &osts, flags.ost_timeout_ms);
   // Stale mirror copies are resynced once their OSS is back (docs/redundancy.md).
-  MirrorResyncer resyncer(&ns, &osts, io.get(), std::chrono::milliseconds(1000));
+  MirrorResyncer resyncer(&ns, &osts, io.get(), std::chrono::milliseconds(1000), key);
   // Leases: only if an earlier instance granted some may a client still hold
   // one, so only then do revocations wait out a grace period after start.
   LeaseOptions lopts;
@@ -272,6 +291,8 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   LeaseTable leases(lopts);
   leases.StartTimer();
   MdsService service(&ns, &osts, &leases);
+  if (key.has_value()) service.set_cluster_key(*key);
+  service.set_capability_lifetime_s(flags.capability_lifetime_s);
   // Locks: as for leases, a grace period for reclaims only if an earlier
   // instance ever granted one. A client silent for its timeout loses them.
   LockOptions kopts;

@@ -44,12 +44,13 @@ constexpr char kUsage[] =
     "[--transport=auto|tcp|rdma] [--tombstone-ttl-s N (>= 60)] [--max-inflight-mib N] "
     "[--inline-read-kib N (0-1024: reads up to N KiB served on the I/O thread; 0 = none)] "
     "[--advertise HOST:PORT (the address registered with the MDS, if not the listening one)] "
-    "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)]";
+    "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)] "
+    "[--cluster-key FILE (mode 0600: check the MDS's capabilities on every object request)]";
 
 // Every flag ParseFlags knows, to tell a bad value from an unknown flag.
 constexpr std::string_view kFlagNames =
     " mds ost listen heartbeat-ms workers io-threads checksums transport tombstone-ttl-s "
-    "max-inflight-mib inline-read-kib advertise metrics-listen fencing ";
+    "max-inflight-mib inline-read-kib advertise metrics-listen fencing cluster-key ";
 
 // Read when it exists and no --config names another (common/config/config_file.h).
 constexpr char kDefaultConfig[] = "/etc/stripefs/oss.conf";
@@ -69,6 +70,7 @@ struct Flags {
   // What clients are told to connect to (a NAT, a proxy); "" = the listening address.
   std::string advertise;
   std::string metrics_listen;  // "" = no metrics endpoint (the default)
+  std::string cluster_key;     // "" = no capabilities checked (docs/security.md)
   // Not in the usage: off only shows what the write fence prevents (fence_test).
   bool fencing = true;
 };
@@ -113,6 +115,7 @@ std::string ParseFlags(const std::vector<config::Arg>& args, Flags* f) {
     else if (arg == "--inline-read-kib" && ParseInt(value, 0, 1024, &f->inline_read_kib)) continue;
     else if (arg == "--advertise") f->advertise = value;
     else if (arg == "--metrics-listen") f->metrics_listen = value;
+    else if (arg == "--cluster-key") f->cluster_key = value;
     else if (arg == "--fencing" && (value == "on" || value == "off")) f->fencing = value == "on";
     else if (arg.starts_with("--") && kFlagNames.find(" " + arg.substr(2) + " ") != std::string::npos)
       return where + "bad value for " + arg;
@@ -211,6 +214,12 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   if (!flags.fencing) LOG_WARN("--fencing=off: late writes may overwrite newer ones");
   service.SetPeers(&peers);
   service.set_inline_read_max(static_cast<uint64_t>(flags.inline_read_kib) * 1024);
+  if (!flags.cluster_key.empty()) {
+    sfs::Result<sfs::auth::ClusterKey> key = sfs::auth::LoadKey(flags.cluster_key);
+    if (!key.ok()) return Fail(key.status());
+    service.set_cluster_key(std::move(*key));
+    LOG_INFO("cluster key " << flags.cluster_key << ": capabilities checked");
+  }
   // Metrics (off by default): declared before the server so they outlive it.
   metrics::Registry registry;
   std::unique_ptr<OssMetrics> oss_metrics;

@@ -14,6 +14,8 @@ pkgs+=(prometheus)
 pkgs+=(iptables libnetfilter-queue-dev)
 # Erasure-code parity (common/ec/): ISA-L's Reed–Solomon.
 pkgs+=(libisal-dev)
+# Capabilities (common/auth/): HMAC-SHA256 from OpenSSL libcrypto.
+pkgs+=(libssl-dev)
 # Operations (dist/, scripts/package-deb.sh, tests/ops): man pages checked with
 # groff and man, units with systemd-analyze, packages built with dpkg-deb and
 # dpkg-shlibdeps and lintian; ccache lets the package build reuse the main build's objects.

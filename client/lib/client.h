@@ -130,6 +130,9 @@ struct LayoutSpec {
   std::vector<StripeObject> objects;
   bool inherited = false;
   uint64_t ino = 0;            // a file's layout: its inode (0 if unknown)
+  // The MDS's capability token for these objects ("" = none: no cluster
+  // key). Opaque here; sent with every OSS request (docs/protocol.md).
+  std::string capability;
 
   uint32_t Copies() const { return mirror_count > 1 ? mirror_count : 1; }
   // How many stripes a file's objects make (each kept Copies() times).

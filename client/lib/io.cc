@@ -56,6 +56,10 @@ struct Striper::Piece {
   std::vector<Extent> extents;
   std::vector<uint8_t> gathered;
   ObjectCall* custom = nullptr;  // kCustom: the call it runs
+  // Capability tokens sent with it, each with its layout's inode; renewed
+  // at most once per call (Striper::Renew).
+  std::vector<std::pair<uint64_t, std::string>> caps;
+  bool renewed = false;
   // Mirrored layouts: the piece's stripe, which copy of it, and the caller's
   // piece it is a copy of (Striper::FanOut).
   uint32_t stripe = 0;
@@ -153,6 +157,7 @@ std::vector<Piece> SplitRange(const LayoutSpec& l, const layout::Geometry& g, Pi
         p.ost = l.objects[e.stripe].ost;
         p.oid = l.objects[e.stripe].oid;
         p.stripe = e.stripe;
+        if (!l.capability.empty()) p.caps.emplace_back(l.ino, l.capability);
         p.offset = obj_off;
         p.file_offset = file_off;
         out.push_back(p);
@@ -174,6 +179,7 @@ std::vector<Piece> PerObject(const LayoutSpec& l, Piece::Op op) {
     out[i].ost = l.objects[i].ost;
     out[i].oid = l.objects[i].oid;
     out[i].stripe = static_cast<uint32_t>(i);
+    if (!l.capability.empty()) out[i].caps.emplace_back(l.ino, l.capability);
   }
   return out;
 }
@@ -198,6 +204,7 @@ std::string Serialize(const Piece& p, uint64_t client_id) {
   req.set_xid(p.xid);
   if (Mutates(p)) req.set_fence_epoch(p.epoch);
   if (!CurrentJob().empty()) req.set_job_id(CurrentJob());  // jobstats (job_id.h)
+  for (const auto& [ino, token] : p.caps) req.add_capabilities(token);
   switch (p.op) {
     case Piece::Op::kRead:
       req.mutable_read()->set_offset(p.offset);
@@ -324,6 +331,9 @@ bool NeedsPadding(const Piece& p) { return p.length >= kAlignFrom && p.offset % 
 // Adds write piece `index` to write_v call v: as its own extent, or as more
 // of the last one when it continues it (same object, next offset).
 void AppendExtent(Piece& v, const Piece& p, size_t index) {
+  for (const auto& cap : p.caps) {  // a batch may span files: each one's token, once
+    if (std::find(v.caps.begin(), v.caps.end(), cap) == v.caps.end()) v.caps.push_back(cap);
+  }
   Piece::Extent* last = v.extents.empty() ? nullptr : &v.extents.back();
   if (last != nullptr && last->oid == p.oid && last->offset + last->length == p.offset) {
     last->length += p.length;
@@ -461,10 +471,21 @@ Status Striper::Run(std::vector<Piece>& pieces) {
   }
   const Clock::time_point start = Clock::now();
   auto backoff = std::chrono::milliseconds(50);
+  UseRenewed(pending);
   for (int round = 1;; ++round) {
     uint64_t generation = pool_->generation();
     StartAll(pending, timeout);
     WaitAll(pending);
+    // A capability expired (or its key rotated): new ones from the MDS, and
+    // those calls once more. The OSS refused them unapplied.
+    if (Renew(pending)) {
+      std::vector<Piece*> again;
+      for (Piece* p : pending) {
+        if (p->renewed && p->status.code() == EACCES) again.push_back(p);
+      }
+      StartAll(again, timeout);
+      WaitAll(again);
+    }
     if (std::vector<Piece*> again = TakeBadCrcReads(pending); !again.empty()) {
       StartAll(again, timeout);
       WaitAll(again);
@@ -502,6 +523,47 @@ Status Striper::Run(std::vector<Piece>& pieces) {
     }
   }
   return FirstError(pieces);
+}
+
+void Striper::UseRenewed(const std::vector<Piece*>& pieces) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (renewed_.empty()) return;
+  for (Piece* p : pieces) {
+    for (auto& [ino, token] : p->caps) {
+      auto it = renewed_.find(ino);
+      if (it != renewed_.end() && it->second.first == token) token = it->second.second;
+    }
+  }
+}
+
+bool Striper::Renew(const std::vector<Piece*>& pieces) {
+  if (!hooks_.refresh) return false;
+  std::map<uint64_t, std::string> fresh;  // one MDS call per inode
+  bool any = false;
+  for (Piece* p : pieces) {
+    if (p->status.code() != EACCES || p->transport_error || p->renewed || p->caps.empty()) continue;
+    p->renewed = true;
+    for (auto& [ino, token] : p->caps) {
+      if (ino == 0) continue;
+      auto it = fresh.find(ino);
+      if (it == fresh.end()) {
+        Result<LayoutSpec> l = hooks_.refresh(ino);
+        std::string renewed = l.ok() ? l->capability : std::string();
+        if (!l.ok()) LOG_WARN("renewing the capability of inode " << ino << ": "
+                                                                 << l.status().ToString());
+        it = fresh.emplace(ino, renewed).first;
+        if (!renewed.empty()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          renewed_[ino] = {token, renewed};
+        }
+      }
+      if (!it->second.empty()) {
+        token = it->second;
+        any = true;
+      }
+    }
+  }
+  return any;
 }
 
 Status Striper::Read(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf) {
@@ -633,6 +695,7 @@ Status Striper::Call(std::span<ObjectCall> calls) {
     pieces[i].ost = calls[i].ost;
     pieces[i].oid = calls[i].oid;
     pieces[i].custom = &calls[i];
+    pieces[i].caps = calls[i].caps;
   }
   Status first = Run(pieces);
   for (size_t i = 0; i < calls.size(); ++i) {

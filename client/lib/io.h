@@ -56,6 +56,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "client/lib/client.h"
@@ -80,6 +81,9 @@ struct ObjectCall {
   std::function<void(proto::OssRequest&)> fill;
   std::function<void(const proto::OssResponse&)> on_reply;
   bool mutates = false;     // changes the object: carries the write fence epoch
+  // The capability of the layouts it works on (LayoutSpec::capability), with
+  // their inodes (to renew them): one, or two for a copy between files.
+  std::vector<std::pair<uint64_t, std::string>> caps;
   Status status;
   bool unknown_op = false;  // the OSS answered EPROTO: one from before the op existed
 };
@@ -163,6 +167,11 @@ class Striper {
               std::vector<Status>* group_status);
   // Asks the MDS for l's states again; true iff a stale copy became good.
   bool Refresh(const LayoutSpec& l);
+  // Capabilities (docs/protocol.md): the pieces' tokens replaced by ones
+  // renewed earlier; and the pieces the OSS refused with EACCES, not yet
+  // renewed, given fresh tokens from the MDS (true iff any was).
+  void UseRenewed(const std::vector<Piece*>& pieces);
+  bool Renew(const std::vector<Piece*>& pieces);
   Status RunMirrored(const LayoutSpec& l, std::vector<Piece>& pieces);
   void NoteFailed(uint32_t ost);
   bool RecentlyFailed(uint32_t ost) const;
@@ -180,6 +189,8 @@ class Striper {
   std::map<std::pair<uint32_t, uint64_t>, bool> states_;
   std::map<uint32_t, std::chrono::steady_clock::time_point> failed_;  // GUARDED_BY(mu_)
   MirrorHooks hooks_;
+  // GUARDED_BY(mu_): ino -> (token that an OSS refused, the one that replaced it).
+  std::map<uint64_t, std::pair<std::string, std::string>> renewed_;
 };
 
 }  // namespace sfs::client

@@ -65,6 +65,7 @@ LayoutSpec FromProto(const proto::Layout& p, bool inherited) {
   l.inherited = inherited;
   l.objects.reserve(p.objects_size());
   l.mirror_count = p.mirror_count();
+  l.capability = p.capability();
   for (const proto::StripeObject& po : p.objects()) {
     l.objects.push_back({po.ost(), po.oid(), po.mirror(), po.state() != proto::OBJECT_OK});
   }

@@ -19,6 +19,12 @@ constexpr uint64_t kMaxCopyCall = 16 << 20;
 // File bytes whose copy calls are in flight at once.
 constexpr uint64_t kCopyWindow = 64 << 20;
 
+// The capability tokens a call on l's objects carries (none without a key).
+std::vector<std::pair<uint64_t, std::string>> CapsOf(const LayoutSpec& l) {
+  if (l.capability.empty()) return {};
+  return {{l.ino, l.capability}};
+}
+
 Result<layout::Geometry> GeometryOf(const LayoutSpec& l) {
   if (l.objects.empty() || l.stripe_size == 0) return Status(EIO, "file layout has no objects");
   return layout::Geometry{l.stripe_size, l.Stripes()};
@@ -101,6 +107,8 @@ Status CopyWindow(Striper& s, const LayoutSpec& from, const LayoutSpec& to,
     calls[i].ost = c.dst.ost;
     calls[i].oid = c.dst.oid;
     calls[i].mutates = true;
+    calls[i].caps = CapsOf(to);  // the source's too: the OSS reads it for us
+    for (auto& cap : CapsOf(from)) calls[i].caps.push_back(std::move(cap));
     calls[i].fill = [&c, address = s.AddressOf(c.src.ost)](proto::OssRequest& req) {
       proto::ObjCopyReq* copy = req.mutable_copy();
       copy->set_src_ost(c.src.ost);
@@ -138,6 +146,7 @@ Status FallocateObjects(Striper& s, const LayoutSpec& l, int mode, uint64_t off,
       c.ost = l.objects[at].ost;
       c.oid = l.objects[at].oid;
       c.mutates = true;
+      c.caps = CapsOf(l);
       c.fill = [mode, lo, hi](proto::OssRequest& req) {
         req.mutable_fallocate()->set_mode(static_cast<uint32_t>(mode));
         req.mutable_fallocate()->set_offset(lo);
@@ -157,6 +166,7 @@ Result<std::optional<uint64_t>> SeekObjects(Striper& s, const LayoutSpec& l, uin
     const uint64_t from = layout::ObjectSize(g, i, off);  // object i's first byte at/after off
     calls[i].ost = GoodCopy(s, l, i).ost;
     calls[i].oid = GoodCopy(s, l, i).oid;
+    calls[i].caps = CapsOf(l);
     calls[i].fill = [from, hole](proto::OssRequest& req) {
       req.mutable_seek()->set_offset(from);
       req.mutable_seek()->set_hole(hole);
@@ -203,9 +213,10 @@ Status CopyObjects(Striper& s, const LayoutSpec& from, uint64_t in_off, const La
 namespace {
 
 // Object size of src (ObjectStat), or its error.
-Result<uint64_t> ObjectSizeOf(Striper& s, const StripeObject& o) {
+Result<uint64_t> ObjectSizeOf(Striper& s, const LayoutSpec& l, const StripeObject& o) {
   uint64_t size = 0;
   ObjectCall c;
+  c.caps = CapsOf(l);
   c.ost = o.ost;
   c.oid = o.oid;
   c.fill = [](proto::OssRequest& req) { req.mutable_stat(); };
@@ -214,9 +225,11 @@ Result<uint64_t> ObjectSizeOf(Striper& s, const StripeObject& o) {
   return size;
 }
 
-Status ResyncOne(Striper& s, const StripeObject& src, const StripeObject& dst) {
-  SFS_ASSIGN_OR_RETURN(uint64_t size, ObjectSizeOf(s, src));
+Status ResyncOne(Striper& s, const LayoutSpec& l, const StripeObject& src,
+                 const StripeObject& dst) {
+  SFS_ASSIGN_OR_RETURN(uint64_t size, ObjectSizeOf(s, l, src));
   ObjectCall cut;
+  cut.caps = CapsOf(l);
   cut.ost = dst.ost;
   cut.oid = dst.oid;
   cut.mutates = true;
@@ -230,6 +243,7 @@ Status ResyncOne(Striper& s, const StripeObject& src, const StripeObject& dst) {
     c.ost = dst.ost;
     c.oid = dst.oid;
     c.mutates = true;
+    c.caps = CapsOf(l);
     c.fill = [src, off, n, address](proto::OssRequest& req) {
       proto::ObjCopyReq* copy = req.mutable_copy();
       copy->set_src_ost(src.ost);
@@ -246,6 +260,7 @@ Status ResyncOne(Striper& s, const StripeObject& src, const StripeObject& dst) {
   }
   // The copy's bytes durable before the MDS is told the copy is good.
   ObjectCall sync;
+  sync.caps = CapsOf(l);
   sync.ost = dst.ost;
   sync.oid = dst.oid;
   sync.fill = [](proto::OssRequest& req) { req.mutable_sync(); };
@@ -265,7 +280,7 @@ Status ResyncCopies(Striper& s, const LayoutSpec& l, std::vector<StripeObject>* 
     for (uint32_t m = 0; m < l.Copies(); ++m) {
       const size_t j = size_t{m} * stripes + stripe;
       if (l.objects[j].stale) continue;
-      st = ResyncOne(s, l.objects[j], l.objects[i]);
+      st = ResyncOne(s, l, l.objects[j], l.objects[i]);
       if (st.ok()) break;
       LOG_WARN("resync of OST " << l.objects[i].ost << " object " << l.objects[i].oid
                                 << " from OST " << l.objects[j].ost << ": " << st.ToString());

@@ -13,10 +13,12 @@
 
 #include <array>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/auth/capability.h"
 #include "common/rpc/rpc.h"
 #include "mds/lease/lease_table.h"
 #include "mds/lock/lock_table.h"
@@ -47,6 +49,12 @@ class MdsService : public rpc::Handler {
   void set_metrics(MdsMetrics* m) { metrics_ = m; }
   // Listed by GET_OST_MAP (`sfs stats --mds`). REQUIRES: set before serving.
   void set_metrics_address(std::string a) { metrics_address_ = std::move(a); }
+  // With a cluster key every file layout a reply carries gets a capability
+  // for its objects (sign_layouts.cc, docs/protocol.md "Capabilities").
+  // REQUIRES: set before serving.
+  void set_cluster_key(auth::ClusterKey key) { key_ = std::move(key); }
+  // How long those capabilities last (tests shorten it to see renewal).
+  void set_capability_lifetime_s(int64_t s) { capability_lifetime_s_ = s; }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
@@ -57,6 +65,8 @@ class MdsService : public rpc::Handler {
  private:
   // Applies one parsed request (no leases involved).
   void Dispatch(const proto::MdsRequest& req, proto::MdsResponse* resp);
+  // sign_layouts.cc: the capabilities of resp's file layouts.
+  void SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* resp) const;
   // lock_ops.cc: answers through done, maybe later (a blocking lock).
   void Lock(const proto::MdsRequest& req, rpc::ReplyFn done);
   // lease_ops.cc
@@ -85,6 +95,8 @@ class MdsService : public rpc::Handler {
   LockTable* locks_ = nullptr;
   MdsMetrics* metrics_ = nullptr;
   std::string metrics_address_;
+  std::optional<auth::ClusterKey> key_;
+  int64_t capability_lifetime_s_ = auth::kCapabilityLifetimeSec;
   // Append tokens (append_ops.cc): who may append to an inode without asking.
   struct AppendToken {
     uint64_t client = 0;

@@ -18,8 +18,9 @@ constexpr std::chrono::milliseconds kTimeout{30000};
 }  // namespace
 
 MirrorResyncer::MirrorResyncer(Namespace* ns, OstRegistry* osts, rpc::IoContext* io,
-                               std::chrono::milliseconds interval)
-    : ns_(ns), osts_(osts), io_(io), interval_(interval) {
+                               std::chrono::milliseconds interval,
+                               std::optional<auth::ClusterKey> key)
+    : ns_(ns), osts_(osts), io_(io), interval_(interval), key_(std::move(key)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -63,7 +64,14 @@ Status MirrorResyncer::CallOss(const std::string& address, const proto::OssReque
   // An OSS that is gone fails the call at once (the next pass tries again),
   // so neither a pass nor the MDS's stop waits out the timeout on it.
   opts.fail_fast = true;
-  SFS_RETURN_IF_ERROR(ch->Call(rpc::kServiceOss, req.SerializeAsString(), {}, {}, &resp, opts));
+  std::string payload = req.SerializeAsString();
+  if (key_.has_value()) {
+    // Appended as field 7 (capabilities): a serialized message may be extended so.
+    proto::OssRequest tokened;
+    tokened.add_capabilities(auth::ServerToken(*key_));
+    payload += tokened.SerializeAsString();
+  }
+  SFS_RETURN_IF_ERROR(ch->Call(rpc::kServiceOss, payload, {}, {}, &resp, opts));
   if (!reply->ParseFromString(resp.payload)) return Status::Errno(EPROTO, "bad OSS reply");
   return Status(reply->status().code(), reply->status().message());
 }

@@ -15,9 +15,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "common/auth/capability.h"
 #include "common/rpc/rpc.h"
 #include "mds/namespace/namespace.h"
 #include "mds/namespace/ost_registry.h"
@@ -33,7 +35,8 @@ class MirrorResyncer {
  public:
   // REQUIRES: ns, osts and io outlive this object. Starts its thread.
   MirrorResyncer(Namespace* ns, OstRegistry* osts, rpc::IoContext* io,
-                 std::chrono::milliseconds interval);
+                 std::chrono::milliseconds interval,
+                 std::optional<auth::ClusterKey> key = std::nullopt);
   ~MirrorResyncer();
   MirrorResyncer(const MirrorResyncer&) = delete;
   MirrorResyncer& operator=(const MirrorResyncer&) = delete;
@@ -60,6 +63,7 @@ class MirrorResyncer {
   OstRegistry* const osts_;
   rpc::IoContext* const io_;
   const std::chrono::milliseconds interval_;
+  const std::optional<auth::ClusterKey> key_;  // set: calls carry a server token
   std::mutex channels_mu_;
   std::map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // GUARDED_BY(channels_mu_)
   std::mutex mu_;

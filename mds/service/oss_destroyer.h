@@ -9,9 +9,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/auth/capability.h"
 #include "common/rpc/rpc.h"
 #include "mds/namespace/destroy_queue.h"
 
@@ -22,7 +24,10 @@ class OssDestroyer : public ObjectDestroyer {
   static constexpr size_t kMaxPerCall = 1024;  // <= OssService::kMaxDestroyBatch
 
   // REQUIRES: io outlives this object.
-  explicit OssDestroyer(rpc::IoContext* io) : io_(io) {}
+  // key: the cluster key, if the OSSes check capabilities (its calls then
+  // carry a server token, capability.h).
+  explicit OssDestroyer(rpc::IoContext* io, std::optional<auth::ClusterKey> key = std::nullopt)
+      : io_(io), key_(std::move(key)) {}
   std::vector<Status> Destroy(const std::vector<Item>& items) override;
 
  private:
@@ -36,6 +41,7 @@ class OssDestroyer : public ObjectDestroyer {
                    std::vector<Status>* out);
 
   rpc::IoContext* const io_;
+  const std::optional<auth::ClusterKey> key_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // GUARDED_BY(mu_)
 };

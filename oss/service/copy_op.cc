@@ -77,6 +77,7 @@ std::shared_ptr<rpc::PendingCall> StartRead(const CopySource& src, PullRead& r) 
   req.set_oid(src.oid);
   req.mutable_read()->set_offset(src.offset + r.at);
   req.mutable_read()->set_length(r.buf.size());
+  if (!src.capability.empty()) req.add_capabilities(src.capability);
   rpc::CallOptions opts;
   opts.timeout = kPullTimeout;
   return src.remote->Start(rpc::kServiceOss, req.SerializeAsString(), {}, r.buf, opts);

@@ -55,6 +55,7 @@ struct CopySource {
   uint32_t ost = 0;
   uint64_t oid = 0;
   uint64_t offset = 0;
+  std::string capability;  // a pull's capability token ("" without a cluster key)
 };
 
 // Largest read of a pull (an inline read at the source's default).

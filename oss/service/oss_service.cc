@@ -15,6 +15,7 @@
 #include <linux/falloc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -287,7 +288,99 @@ void Finish(const Status& st, OssResponse* resp, rpc::Reply* reply) {
   resp->SerializeToString(&reply->payload);
 }
 
+// The right an op needs on the objects it names; 0: none (statfs reveals
+// only space figures, which df needs from any client).
+uint32_t NeededRight(OssRequest::OpCase op) {
+  switch (op) {
+    case OssRequest::kRead:
+    case OssRequest::kStat:
+    case OssRequest::kSync:
+    case OssRequest::kSeek: return auth::kRead;
+    case OssRequest::kWrite:
+    case OssRequest::kWriteV:
+    case OssRequest::kTruncate:
+    case OssRequest::kPunch:
+    case OssRequest::kFallocate:
+    case OssRequest::kCopy: return auth::kWrite;
+    case OssRequest::kDestroy:
+    case OssRequest::kDestroyBatch: return auth::kAdmin;
+    case OssRequest::kStatfs: return 0;
+    case OssRequest::OP_NOT_SET: break;
+  }
+  return auth::kAdmin;  // an op this check does not know: only the servers' own capabilities
+}
+
+// One line per second at most: a client probing object ids must not flood the log.
+void LogDenied(const OssRequest& req, const Status& st) {
+  static std::atomic<int64_t> last{0};
+  static std::atomic<uint64_t> quiet{0};
+  int64_t now = auth::NowUnix();
+  int64_t prev = last.load(std::memory_order_relaxed);
+  if (prev == now || !last.compare_exchange_strong(prev, now, std::memory_order_relaxed)) {
+    quiet.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  uint64_t more = quiet.exchange(0, std::memory_order_relaxed);
+  LOG_WARN("EACCES client " << req.client_id() << " ost " << req.ost() << " oid " << req.oid()
+                            << " op " << req.op_case() << ": " << st.message()
+                            << (more > 0 ? " (and " + std::to_string(more) + " more denied)"
+                                         : std::string()));
+}
+
 }  // namespace
+
+Status OssService::CheckCapabilities(const OssRequest& oreq) const {
+  uint32_t right = NeededRight(oreq.op_case());
+  if (right == 0) return Status::Ok();
+  if (oreq.capabilities_size() == 0) return Status::Errno(EACCES, "no capability");
+  int64_t now = auth::NowUnix();
+  std::vector<auth::Capability> caps;
+  Status last;
+  for (const std::string& token : oreq.capabilities()) {
+    Result<auth::Capability> cap = auth::Verify(token, *key_, now);
+    if (cap.ok()) {
+      caps.push_back(std::move(*cap));
+    } else {
+      last = cap.status();
+    }
+  }
+  auto allowed = [&](uint32_t ost, uint64_t oid, uint32_t need) {
+    for (const auth::Capability& c : caps) {
+      bool rights = (c.rights & need) == need || (c.rights & auth::kAdmin) != 0;
+      if (rights && c.Covers(ost, oid)) return true;
+    }
+    return false;
+  };
+  auto deny = [&](uint32_t ost, uint64_t oid) {
+    if (caps.empty()) return last;
+    const char* what = right == auth::kRead    ? "reading"
+                       : right == auth::kWrite ? "writing"
+                                               : "administering";
+    return Status::Errno(EACCES, std::string("no capability for ") + what + " ost " +
+                                     std::to_string(ost) + " oid " + std::to_string(oid));
+  };
+  switch (oreq.op_case()) {
+    case OssRequest::kWriteV:
+      for (const proto::ObjExtent& e : oreq.write_v().extents()) {
+        if (!allowed(oreq.ost(), e.oid(), right)) return deny(oreq.ost(), e.oid());
+      }
+      return Status::Ok();
+    case OssRequest::kDestroyBatch:
+      for (uint64_t oid : oreq.destroy_batch().oids()) {
+        if (!allowed(oreq.ost(), oid, right)) return deny(oreq.ost(), oid);
+      }
+      return Status::Ok();
+    case OssRequest::kCopy:
+      if (!allowed(oreq.copy().src_ost(), oreq.copy().src_oid(), auth::kRead)) {
+        return deny(oreq.copy().src_ost(), oreq.copy().src_oid());
+      }
+      break;
+    default:
+      break;
+  }
+  if (!allowed(oreq.ost(), oreq.oid(), right)) return deny(oreq.ost(), oreq.oid());
+  return Status::Ok();
+}
 
 // The source from this OSS's own store when it serves src_ost, else pulled
 // from src_address (copy_op.h).
@@ -299,6 +392,15 @@ Status OssService::Copy(ObjectStore& dst, const OssRequest& req) const {
   src.oid = c.src_oid();
   src.offset = c.src_offset();
   src.local = Find(c.src_ost());
+  if (key_.has_value()) {
+    // The pull is this OSS's own read, checked by the peer like any other.
+    auth::Capability own;
+    own.rights = auth::kRead;
+    own.all_objects = true;
+    own.key_id = key_->id;
+    own.expiry = auth::NowUnix() + auth::kCapabilityLifetimeSec;
+    src.capability = auth::Sign(own, *key_);
+  }
   if (src.local == nullptr) {
     PeerChannels* peers = peers_.load(std::memory_order_acquire);
     if (peers == nullptr || c.src_address().empty()) {
@@ -401,6 +503,13 @@ void OssService::HandleCounted(const OssRequest& oreq, rpc::Request& req, rpc::R
 
 void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
   OssResponse resp;
+  if (key_.has_value()) {
+    Status allowed = CheckCapabilities(oreq);
+    if (!allowed.ok()) {
+      LogDenied(oreq, allowed);
+      return Finish(allowed, &resp, reply);
+    }
+  }
   ObjectStore* store = Find(oreq.ost());
   if (store == nullptr) {
     return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);

@@ -38,10 +38,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/auth/capability.h"
 #include "common/rpc/rpc.h"
 #include "oss/service/copy_op.h"
 #include "oss/service/oss_metrics.h"
@@ -97,6 +99,10 @@ class OssService : public rpc::Handler {
   void set_metrics(OssMetrics* m) { metrics_ = m; }
   // The OST index map now (for the metrics' space collector).
   Targets targets() const;
+  // With a cluster key every object request must carry a capability covering
+  // its objects with the op's right (docs/protocol.md "Capabilities"); without
+  // one nothing is checked. REQUIRES: set before serving.
+  void set_cluster_key(auth::ClusterKey key) { key_ = std::move(key); }
 
  private:
   ObjectStore* Find(uint32_t ost) const;
@@ -108,6 +114,10 @@ class OssService : public rpc::Handler {
   // HandleParsed, counted in metrics_.
   void HandleCounted(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
 
+  // EACCES unless oreq's capabilities allow it (set_cluster_key).
+  Status CheckCapabilities(const proto::OssRequest& oreq) const;
+
+  std::optional<auth::ClusterKey> key_;
   uint64_t inline_read_max_ = kDefaultInlineReadMax;
   OssMetrics* metrics_ = nullptr;
   std::atomic<PeerChannels*> peers_{nullptr};

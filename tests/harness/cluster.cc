@@ -7,6 +7,7 @@
 #include "tests/harness/cluster.h"
 
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -143,11 +144,29 @@ std::string TestCluster::LogPath(const std::string& name) const {
   return root_ + "/logs/" + name + ".log";
 }
 
+// 32 random bytes as hex, mode 0600 (as `sfs-key` or head -c 32 /dev/urandom would).
+static Status WriteClusterKey(const std::string& path) {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  unsigned char raw[32];
+  if (!urandom.read(reinterpret_cast<char*>(raw), sizeof raw)) {
+    return Status::Errno(EIO, "reading /dev/urandom");
+  }
+  std::string hex;
+  static const char kHex[] = "0123456789abcdef";
+  for (unsigned char b : raw) hex += {kHex[b >> 4], kHex[b & 15]};
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno("create " + path);
+  bool ok = ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
+  ::close(fd);
+  return ok ? Status::Ok() : Status::FromErrno("write " + path);
+}
+
 std::vector<std::string> TestCluster::MdsArgv(const std::string& listen) const {
   std::vector<std::string> argv = {MdsBinary(), "--data", mds_dir(), "--listen", listen,
                                    "--client-timeout-ms", std::to_string(opts_.client_timeout_ms),
                                    "--ost-timeout-ms", std::to_string(opts_.ost_timeout_ms)};
   argv.insert(argv.end(), opts_.mds_args.begin(), opts_.mds_args.end());
+  if (opts_.cluster_key) argv.insert(argv.end(), {"--cluster-key", cluster_key_path()});
   if (opts_.metrics) argv.insert(argv.end(), {"--metrics-listen", "127.0.0.1:0"});
   return argv;
 }
@@ -157,6 +176,7 @@ std::vector<std::string> TestCluster::OssArgv(int oss, const std::string& listen
                                    "--listen", listen, "--heartbeat-ms",
                                    std::to_string(opts_.heartbeat_ms)};
   argv.insert(argv.end(), opts_.oss_args.begin(), opts_.oss_args.end());
+  if (opts_.cluster_key) argv.insert(argv.end(), {"--cluster-key", cluster_key_path()});
   if (opts_.metrics) argv.insert(argv.end(), {"--metrics-listen", "127.0.0.1:0"});
   return argv;
 }
@@ -172,6 +192,7 @@ Status TestCluster::Start() {
   fs::create_directories(root_ + "/logs", ec);
   fs::create_directories(mds_dir(), ec);
   for (int i = 0; i < num_oss(); ++i) fs::create_directories(ost_dir(i), ec);
+  if (opts_.cluster_key) SFS_RETURN_IF_ERROR(WriteClusterKey(cluster_key_path()));
   SFS_RETURN_IF_ERROR(StartDaemon(&mds_, MdsArgv("127.0.0.1:0")));
   // One at a time, so OSS i normally gets OST index i (easier logs to read).
   for (int i = 0; i < num_oss(); ++i) {

@@ -57,6 +57,9 @@ struct ClusterOptions {
   // Every daemon serves GET /metrics on a port it picks (--metrics-listen
   // 127.0.0.1:0); see mds_metrics_address().
   bool metrics = false;
+  // The daemons get a fresh cluster key (root()/cluster.key, mode 0600):
+  // the MDS signs capabilities, every OSS checks them (docs/security.md).
+  bool cluster_key = false;
 };
 
 class TestCluster {
@@ -74,6 +77,10 @@ class TestCluster {
 
   const std::string& mds_address() const { return mds_.address; }
   const std::string& root() const { return root_; }  // the temp dir
+  // ClusterOptions::cluster_key: the key file ("" without one).
+  std::string cluster_key_path() const {
+    return opts_.cluster_key ? root_ + "/cluster.key" : std::string();
+  }
   int num_oss() const { return static_cast<int>(oss_.size()); }
   std::string mds_dir() const;
   std::string ost_dir(int oss) const;

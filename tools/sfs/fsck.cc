@@ -131,7 +131,7 @@ class OnlineChecker {
     if (!l.ok()) return Problem(path + ": getstripe: " + l.status().ToString());
     if (l->objects.empty() || l->stripe_size == 0) return;
     const client::StripeObject& o = l->objects[((a.size - 1) / l->stripe_size) % l->Stripes()];
-    auto exists = Stat(o.ost, o.oid);
+    auto exists = Stat(o.ost, o.oid, l->capability);
     if (!exists.ok()) {
       return Problem(path + ": object " + std::to_string(o.ost) + ":" + std::to_string(o.oid) +
                      ": " + exists.status().ToString());
@@ -142,7 +142,8 @@ class OnlineChecker {
               " holding its last byte is missing");
     }
   }
-  Result<bool> Stat(uint32_t ost, uint64_t oid) {
+  // cap: the layout's capability ("" without a cluster key; docs/protocol.md).
+  Result<bool> Stat(uint32_t ost, uint64_t oid, const std::string& cap) {
     auto it = address_.find(ost);
     if (it == address_.end()) return Status(ESTALE, "unknown OST");
     auto& ch = channels_[it->second];
@@ -151,6 +152,7 @@ class OnlineChecker {
     req.set_ost(ost);
     req.set_oid(oid);
     req.mutable_stat();
+    if (!cap.empty()) req.add_capabilities(cap);
     rpc::Response raw;
     rpc::CallOptions opts;
     opts.timeout = std::chrono::milliseconds(10000);

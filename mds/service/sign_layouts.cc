@@ -1,0 +1,79 @@
+// The capabilities the MDS attaches to the file layouts it hands out
+// (docs/protocol.md "Capabilities"). The one place they are minted for
+// clients: every reply passes through MdsService::Dispatch, which calls this.
+#include <fcntl.h>
+
+#include "common.pb.h"
+#include "common/log.h"
+#include "mds.pb.h"
+#include "mds/namespace/perm.h"
+#include "mds/service/mds_service.h"
+
+namespace sfs::mds {
+namespace {
+
+void Attach(const auth::ClusterKey& key, int64_t lifetime_s, uint64_t ino, uint32_t rights,
+            proto::Layout* l) {
+  if (l->objects_size() == 0) return;  // a directory's default layout: nothing to reach
+  auth::Capability cap;
+  cap.ino = ino;
+  cap.rights = rights;
+  cap.key_id = key.id;
+  cap.expiry = auth::NowUnix() + lifetime_s;
+  cap.objects.reserve(l->objects_size());
+  for (const proto::StripeObject& o : l->objects()) cap.objects.emplace_back(o.ost(), o.oid());
+  l->set_capability(auth::Sign(cap, key));
+}
+
+uint32_t OpenRights(uint32_t open_flags) {
+  return (open_flags & O_ACCMODE) == O_RDONLY ? auth::kRead : auth::kRead | auth::kWrite;
+}
+
+}  // namespace
+
+void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* resp) const {
+  const auth::ClusterKey& key = *key_;
+  switch (req.op_case()) {
+    case proto::MdsRequest::kOpen:
+    case proto::MdsRequest::kCreate: {
+      if (!resp->has_open()) return;
+      uint32_t flags = req.has_open() ? req.open().open_flags() : req.create().open_flags();
+      proto::OpenResp* o = resp->mutable_open();
+      // Write only if this open may write: the OSSes then refuse writes
+      // through a read-only open even from a client that ignores its mode.
+      Attach(key, capability_lifetime_s_, o->attr().ino(), OpenRights(flags), o->mutable_layout());
+      return;
+    }
+    case proto::MdsRequest::kGetLayout:
+    case proto::MdsRequest::kMirrorState: {
+      if (!resp->has_get_layout()) return;
+      uint64_t ino = req.has_get_layout() ? req.get_layout().ino() : req.mirror_state().ino();
+      // No open mode here (a client renewing or refreshing a layout): the
+      // caller's write permission on the file decides.
+      Result<proto::Attr> attr = ns_->GetAttr(ino);
+      if (!attr.ok()) return;
+      Cred cred;
+      cred.uid = req.cred().uid();
+      cred.gid = req.cred().gid();
+      cred.groups.assign(req.cred().groups().begin(), req.cred().groups().end());
+      uint32_t rights = auth::kRead;
+      if (CheckAccess(cred, *attr, kMayWrite).ok()) rights |= auth::kWrite;
+      Attach(key, capability_lifetime_s_, ino, rights,
+             resp->mutable_get_layout()->mutable_layout());
+      return;
+    }
+    case proto::MdsRequest::kMigrateBegin: {
+      if (!resp->has_migrate_begin()) return;
+      // Migration copies old to new; the MDS let it begin, so it may write.
+      proto::MigrateBeginResp* m = resp->mutable_migrate_begin();
+      uint64_t ino = req.migrate_begin().ino();
+      Attach(key, capability_lifetime_s_, ino, auth::kRead | auth::kWrite, m->mutable_old_layout());
+      Attach(key, capability_lifetime_s_, ino, auth::kRead | auth::kWrite, m->mutable_new_layout());
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // namespace sfs::mds
