@@ -139,7 +139,7 @@ Flags ParseFlags(const std::vector<config::Arg>& args) {
     } else if (a == "--cluster-key") {
       f.cluster_key = value;
     } else if (a == "--capability-lifetime-s") {
-      f.capability_lifetime_s = ParseMs(a, v);  // a positive integer
+      f.capability_lifetime_s = ParseMs(where, a, v);  // a positive integer
     } else if (a == "--transport") {
       if (!rpc::ParseTransportMode(v, &f.transport)) UsageError(where + "bad value for --transport");
     } else {
