@@ -148,6 +148,29 @@ TEST_F(CliTest, FilesCreatedUnderAPoolUseOnlyThatPoolsOsts) {
   EXPECT_EQ(Sfs({"pool", "destroy", pool, "-m", dir_}).exit, 0);
 }
 
+// sfs key: a new cluster key is 0600, accepted by the daemons' loader, never
+// overwritten; a key others may read is refused with one line.
+TEST_F(CliTest, KeyGenerateWritesAnOwnerOnlyKeyOnceAndCheckRefusesAReadableOne) {
+  std::string key = cluster().root() + "/cli.key";
+  SfsRun made = Sfs({"key", "generate", key});
+  ASSERT_EQ(made.exit, 0) << made.err;
+  struct stat st;
+  ASSERT_EQ(::stat(key.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_size, 65);  // 64 hex digits and a newline
+  SfsRun ok = Sfs({"key", "check", key});
+  EXPECT_EQ(ok.exit, 0) << ok.err;
+  std::string before;
+  ASSERT_TRUE(ReadFile(key, &before));
+  ExpectOneLineError({"key", "generate", key}, "File exists");
+  std::string after;
+  ASSERT_TRUE(ReadFile(key, &after));
+  EXPECT_EQ(after, before) << "generate overwrote an existing key";
+  ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
+  ExpectOneLineError({"key", "check", key}, "group or others");
+  EXPECT_EQ(Sfs({"key", "bogus", key}).exit, 2);
+}
+
 TEST_F(CliTest, DfTotalsMatchTheOstDirectoriesUsage) {
   Json df = SfsJson({"df", dir_});
   ASSERT_EQ(df["osts"].arr.size(), 4u);

@@ -20,6 +20,7 @@ int RunMirror(int argc, char** argv);  // mirror resync
 int RunFsck(int argc, char** argv);  // exit 0 clean, 1 problems, 2 usage, 8 error
 int RunStats(int argc, char** argv);  // stats.cc: one scrape of the /metrics endpoints
 int RunTop(int argc, char** argv);    // top.cc: a live view of them
+int RunKey(int argc, char** argv);    // key.cc: generate/check the cluster key
 
 // Shared by the commands: prints "sfs CMD: what: reason" and returns 1.
 int Fail(const std::string& cmd, const std::string& what, const Status& st);
