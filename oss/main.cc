@@ -233,6 +233,11 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
     if (!m.ok()) return Fail(m.status());
     metrics_server = std::move(*m);
   }
+  // QoS (docs/qos.md): off until the MDS's heartbeat replies bring a rule.
+  // Stopped before the server, whose buffers queued requests hold.
+  QosScheduler qos(flags.workers);
+  service.set_qos(&qos);
+  if (oss_metrics) oss_metrics->AddQos(&qos);
   rpc::ServerOptions sopts;
   (void)rpc::ParseAddress(flags.listen, &sopts.host, &sopts.port);  // checked by ParseFlags
   sopts.worker_threads = flags.workers;
@@ -261,6 +266,11 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   ropts.self_address = flags.advertise.empty() ? *self : flags.advertise;
   ropts.heartbeat_interval = std::chrono::milliseconds(flags.heartbeat_ms);
   if (metrics_server) ropts.metrics_address = metrics_server->address();
+  ropts.on_qos = [&qos](QosRules rules) {
+    if (rules == qos.rules()) return;
+    LOG_INFO("QoS: " << rules.size() << " rule(s) in force");
+    qos.SetRules(std::move(rules));
+  };
   Registrar registrar(ropts, raw, io->MakeTcpChannel(flags.mds), on_registered);
   LOG_INFO("serving " << raw.size() << " OST(s) on " << *self << " as " << ropts.self_address
                        << ", MDS " << flags.mds);
@@ -272,6 +282,7 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   LOG_INFO("signal " << sig << ": stopping");
   config::NotifyStopping();
   registrar.Stop();
+  qos.Stop();
   server->Stop();
   metrics_server.reset();  // before the stores its scrapes read
   return 0;

@@ -902,6 +902,18 @@ Status Client::PoolDestroy(const Cred& c, std::string_view name) {
   return impl_->mds->Pool(&c, PoolOp::kDestroy, name, {}).status();
 }
 
+Result<std::vector<QosRuleInfo>> Client::ListQos(std::string_view name) {
+  return impl_->mds->Qos(nullptr, 0, QosRuleInfo{.name = std::string(name)});
+}
+
+Status Client::QosSet(const Cred& c, const QosRuleInfo& rule) {
+  return impl_->mds->Qos(&c, 1, rule).status();
+}
+
+Status Client::QosRemove(const Cred& c, std::string_view name) {
+  return impl_->mds->Qos(&c, 2, QosRuleInfo{.name = std::string(name)}).status();
+}
+
 Result<LayoutSpec> Client::ResyncMirrors(const Cred& c, uint64_t ino) {
   // Taken before the copy: the MDS marks the copies ok only if nothing wrote
   // the file meanwhile (a write the copy missed would be lost).

@@ -196,6 +196,18 @@ struct PoolInfo {
   std::vector<uint32_t> osts;  // OST indices, sorted
 };
 
+// An OSS QoS rule (docs/qos.md): class "job:<id>", "tenant:<name>" or
+// "resync"; rates per OSS, 0 = none.
+struct QosRuleInfo {
+  std::string name;
+  double read_mibps = 0;
+  double write_mibps = 0;
+  double iops = 0;
+  double reserve_mibps = 0;
+  double reserve_iops = 0;
+  double weight = 1;
+};
+
 // Something a lease holder must forget: ino's attributes and, when parent is
 // not 0, the name (parent, name).
 struct Invalidation {
@@ -389,6 +401,14 @@ class Client {
   Status PoolAdd(const Cred& c, std::string_view name, const std::vector<uint32_t>& osts);
   Status PoolRemove(const Cred& c, std::string_view name, const std::vector<uint32_t>& osts);
   Status PoolDestroy(const Cred& c, std::string_view name);
+
+  // OSS QoS rules, kept by the MDS and enforced by every OSS within a
+  // heartbeat of a change. ListQos: every rule, or only `name` (ENOENT). Set
+  // replaces the class's rule (EINVAL for a bad class or rate); Remove:
+  // ENOENT if it has none. Changes need root (EPERM).
+  Result<std::vector<QosRuleInfo>> ListQos(std::string_view name = {});
+  Status QosSet(const Cred& c, const QosRuleInfo& rule);
+  Status QosRemove(const Cred& c, std::string_view name);
 
   // Restripes a regular file that may hold data (migrate.cc): new objects are
   // allocated for spec (unset fields keep the file's values), the data is

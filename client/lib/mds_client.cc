@@ -638,6 +638,32 @@ Result<std::vector<PoolInfo>> MdsClient::Pool(const Cred* c, PoolOp op, std::str
   return out;
 }
 
+Result<std::vector<QosRuleInfo>> MdsClient::Qos(const Cred* c, int op, const QosRuleInfo& rule) {
+  static constexpr proto::QosOp kOps[] = {proto::QOS_LIST, proto::QOS_SET, proto::QOS_REMOVE};
+  proto::MdsRequest req;
+  proto::QosReq* q = req.mutable_qos();
+  q->set_op(kOps[op]);
+  q->set_name(rule.name);
+  if (op == 1) {
+    proto::QosRule* r = q->mutable_rule();
+    r->set_read_mibps(rule.read_mibps);
+    r->set_write_mibps(rule.write_mibps);
+    r->set_iops(rule.iops);
+    r->set_reserve_mibps(rule.reserve_mibps);
+    r->set_reserve_iops(rule.reserve_iops);
+    r->set_weight(rule.weight);
+  }
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(c, &req, &resp));
+  std::vector<QosRuleInfo> out;
+  for (const proto::QosEntry& e : resp.qos().rules()) {
+    const proto::QosRule& r = e.rule();
+    out.push_back({e.name(), r.read_mibps(), r.write_mibps(), r.iops(), r.reserve_mibps(),
+                   r.reserve_iops(), r.weight() > 0 ? r.weight() : 1.0});
+  }
+  return out;
+}
+
 Result<MigratePlan> MdsClient::MigrateBegin(const Cred& c, uint64_t ino, const LayoutSpec& spec) {
   proto::MdsRequest req;
   req.mutable_migrate_begin()->set_ino(ino);

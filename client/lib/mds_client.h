@@ -191,6 +191,9 @@ class MdsClient {
   // One PoolReq; c may be null for kList. The pools listed (kList only).
   Result<std::vector<PoolInfo>> Pool(const Cred* c, PoolOp op, std::string_view name,
                                      const std::vector<uint32_t>& osts);
+  // One QosReq (op: 0 list, 1 set, 2 remove); c may be null for a list. The
+  // rules listed (list only).
+  Result<std::vector<QosRuleInfo>> Qos(const Cred* c, int op, const QosRuleInfo& rule);
   // Metadata leases (lease_watch.h): one long poll; items with seq <= ack_seq
   // count as applied. Keeps transport error codes.
   struct WatchBatch {

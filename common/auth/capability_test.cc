@@ -2,6 +2,7 @@
 // bit anywhere, an expired one, a wrong or rotated key are EACCES; key files
 // with loose modes are refused.
 #include "common/auth/capability.h"
+#include "common/auth/capability_cache.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -91,6 +92,44 @@ TEST(CapabilityTest, KeyFiles) {
   { std::ofstream(path) << "not a key"; }
   EXPECT_EQ(LoadKey(path).status().code(), EINVAL);
   std::remove(path.c_str());
+}
+
+TEST(CapabilityCacheTest, AHitSaysWhatVerifyingAgainWouldAndChecksExpiry) {
+  CapabilityCache cache;
+  std::string token = Sign(TestCap(), TestKey());
+  auto first = cache.Verify(token, TestKey(), 999);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(cache.hits(), 0u);
+  auto second = cache.Verify(token, TestKey(), 999);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ(second->get(), first->get());
+  EXPECT_TRUE((*second)->Covers(3, 9));
+  // Expired: refused from the cache too, and forgotten.
+  auto late = cache.Verify(token, TestKey(), 1000);
+  EXPECT_EQ(late.status().code(), EACCES);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(CapabilityCacheTest, AForgedTokenIsNeverCachedAndAlwaysRefused) {
+  CapabilityCache cache;
+  std::string token = Sign(TestCap(), TestKey());
+  ASSERT_TRUE(cache.Verify(token, TestKey(), 1).ok());
+  std::string forged = token;
+  forged[5] ^= 1;  // the ino, under the same MAC
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(cache.Verify(forged, TestKey(), 1).status().code(), EACCES);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.hits(), 0u);
+}
+
+TEST(CapabilityCacheTest, StaysBounded) {
+  CapabilityCache cache;
+  Capability c = TestCap();
+  for (uint64_t i = 0; i < CapabilityCache::kShards * CapabilityCache::kPerShard * 2; ++i) {
+    c.ino = i;
+    ASSERT_TRUE(cache.Verify(Sign(c, TestKey()), TestKey(), 1).ok());
+  }
+  EXPECT_LE(cache.size(), CapabilityCache::kShards * CapabilityCache::kPerShard);
 }
 
 }  // namespace

@@ -152,6 +152,10 @@ const Row kRows[] = {
      {.mutating = true,
       .neutral = "changes pool records only: layouts name pools by string, so no inode "
                  "changes, and no client caches pools"}},
+    {MdsRequest::kQos,
+     {.mutating = true,
+      .neutral = "changes QoS records only, which the OSSes read from heartbeat replies; "
+                 "no inode changes and no client caches them"}},
     {MdsRequest::kRegisterOss,
      {.mutating = true,
       .neutral = "changes the OST registry, which clients read with GetOstMap, not under "

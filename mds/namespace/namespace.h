@@ -145,6 +145,10 @@ class Namespace {
 
   // --- OST pools (pool.cc): POOL_LIST reads, the other ops mutate (root only) ---
   Status Pool(const OpCtx& ctx, const proto::PoolReq& req, proto::PoolResp* out);
+  // OSS QoS rules (qos.cc; docs/qos.md): list, set, remove (root only).
+  Status Qos(const OpCtx& ctx, const proto::QosReq& req, proto::QosResp* out);
+  // Every QoS rule, for the heartbeat replies that carry them to the OSSes.
+  Status QosTable(google::protobuf::RepeatedPtrField<proto::QosEntry>* out) const;
 
   // --- migrate (migrate.cc): restripe a file with data; see mds.proto ---
   Status MigrateBegin(const OpCtx& ctx, const proto::MigrateBeginReq& req,

@@ -128,6 +128,7 @@ class Writes {
     Done(ns_->MirrorState(ctx_, r_.mirror_state(), out_->mutable_get_layout()));
   }
   void Pool() { Done(ns_->Pool(ctx_, r_.pool(), out_->mutable_pool())); }
+  void Qos() { Done(ns_->Qos(ctx_, r_.qos(), out_->mutable_qos())); }
   void MigrateBegin() {
     Done(ns_->MigrateBegin(ctx_, r_.migrate_begin(), out_->mutable_migrate_begin()));
   }
@@ -155,8 +156,15 @@ void RegisterOss(OstRegistry* osts, const MdsRequest& r, MdsResponse* out) {
   SetStatus(out, indices.status());
 }
 
-void Heartbeat(OstRegistry* osts, const MdsRequest& r, MdsResponse* out) {
-  SetStatus(out, osts->Heartbeat(r.heartbeat().address(), Reports(r.heartbeat().osts()), NowMs()));
+// A heartbeat's reply carries the QoS table (qos.cc), so that every OSS
+// applies a rule within one heartbeat interval of its change.
+void Heartbeat(Namespace* ns, OstRegistry* osts, const MdsRequest& r, MdsResponse* out) {
+  Status st = osts->Heartbeat(r.heartbeat().address(), Reports(r.heartbeat().osts()), NowMs());
+  if (st.ok()) {
+    Status q = ns->QosTable(out->mutable_heartbeat()->mutable_qos());
+    if (!q.ok()) LOG_WARN("QoS table for a heartbeat: " << q.ToString());
+  }
+  SetStatus(out, st);
 }
 
 bool DispatchRead(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
@@ -196,16 +204,17 @@ bool DispatchWrite(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
     case MdsRequest::kSetLayout: h.SetLayout(); return true;
     case MdsRequest::kMirrorState: h.MirrorState(); return true;
     case MdsRequest::kPool: h.Pool(); return true;
+    case MdsRequest::kQos: h.Qos(); return true;
     case MdsRequest::kMigrateBegin: h.MigrateBegin(); return true;
     case MdsRequest::kMigrateCommit: h.MigrateCommit(); return true;
     default: return false;
   }
 }
 
-bool DispatchRegistry(OstRegistry* osts, const MdsRequest& r, MdsResponse* out) {
+bool DispatchRegistry(Namespace* ns, OstRegistry* osts, const MdsRequest& r, MdsResponse* out) {
   switch (r.op_case()) {
     case MdsRequest::kRegisterOss: RegisterOss(osts, r, out); return true;
-    case MdsRequest::kHeartbeat: Heartbeat(osts, r, out); return true;
+    case MdsRequest::kHeartbeat: Heartbeat(ns, osts, r, out); return true;
     case MdsRequest::kGetOstMap: FillOstMap(osts->Snapshot(), out->mutable_get_ost_map()); return true;
     case MdsRequest::kPing: SetStatus(out, Status::Ok()); return true;
     default: return false;
@@ -239,7 +248,7 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   if (locks_ != nullptr) locks_->Touch(req.client_id());
   ApplyDeferredCloses(ns_, req, resp);
   if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
-      !DispatchRegistry(osts_, req, resp)) {
+      !DispatchRegistry(ns_, osts_, req, resp)) {
     SetStatus(resp, Status::Errno(EPROTO, "unknown MDS op"));
   }
   if (req.op_case() == MdsRequest::kGetOstMap && !metrics_address_.empty()) {

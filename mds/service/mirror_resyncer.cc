@@ -14,6 +14,8 @@ namespace {
 
 constexpr uint64_t kChunk = 16 << 20;  // bytes per copy call (the OSS takes 64 MiB)
 constexpr std::chrono::milliseconds kTimeout{30000};
+// The job id of resync traffic: the OSS QoS class "resync" (oss/service/qos.cc).
+constexpr const char* kResyncJobId = "sfs:resync";
 
 }  // namespace
 
@@ -65,6 +67,13 @@ Status MirrorResyncer::CallOss(const std::string& address, const proto::OssReque
   // so neither a pass nor the MDS's stop waits out the timeout on it.
   opts.fail_fast = true;
   std::string payload = req.SerializeAsString();
+  {
+    // Appended as field 6 (job_id): the OSSes' QoS puts resync traffic in a
+    // class of its own, "resync" (docs/qos.md).
+    proto::OssRequest job;
+    job.set_job_id(kResyncJobId);
+    payload += job.SerializeAsString();
+  }
   if (key_.has_value()) {
     // Appended as field 7 (capabilities): a serialized message may be extended so.
     proto::OssRequest tokened;

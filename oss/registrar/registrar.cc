@@ -147,6 +147,22 @@ Status Registrar::Heartbeat() {
   std::string reply;
   SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
   heartbeats_.fetch_add(1);
+  if (opts_.on_qos) {
+    proto::MdsResponse resp;
+    if (!resp.ParseFromString(reply)) return Status::Errno(EPROTO, "heartbeat reply does not parse");
+    QosRules rules;
+    constexpr double kMiB = 1024.0 * 1024.0;
+    for (const proto::QosEntry& e : resp.heartbeat().qos()) {
+      const proto::QosRule& r = e.rule();
+      rules[e.name()] = QosRule{.read_bps = r.read_mibps() * kMiB,
+                                .write_bps = r.write_mibps() * kMiB,
+                                .iops = r.iops(),
+                                .reserve_bps = r.reserve_mibps() * kMiB,
+                                .reserve_iops = r.reserve_iops(),
+                                .weight = r.weight() > 0 ? r.weight() : 1.0};
+    }
+    opts_.on_qos(std::move(rules));
+  }
   return Status::Ok();
 }
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/rpc/rpc.h"
+#include "oss/service/qos.h"
 #include "oss/store/object_store.h"
 
 namespace sfs::oss {
@@ -41,6 +42,9 @@ struct RegistrarOptions {
   std::chrono::milliseconds rpc_timeout{1000};
   std::chrono::milliseconds min_backoff{50};
   std::chrono::milliseconds max_backoff{2000};
+  // Receives the QoS table of every heartbeat reply (the MDS sends it whole
+  // each time; docs/qos.md). Runs on the registrar thread. Empty = ignored.
+  std::function<void(QosRules)> on_qos;
 };
 
 class Registrar {

@@ -2,8 +2,11 @@
 // counted under its proto name without an edit here).
 #include "oss/service/oss_metrics.h"
 
+#include <functional>
+#include <map>
 #include <string>
 
+#include "oss/service/qos.h"
 #include "oss/store/object_store.h"
 #include "proto/oss.pb.h"
 
@@ -45,6 +48,37 @@ void OssMetrics::Record(int op, int code, uint64_t nanos, uint64_t read_bytes, u
   if (write_bytes != 0) write_bytes_->Inc(write_bytes);
   if (code != 0) errors_->With({names_[op], metrics::ErrnoLabel(code)}).Inc();
   jobs_.Add(job, read_bytes, write_bytes);
+}
+
+void OssMetrics::AddQos(const QosScheduler* qos) {
+  registry_->AddCollector([qos](metrics::Writer& w) {
+    std::map<std::string, QosClassStats> st = qos->stats();
+    w.Family("sfs_oss_qos_rules", "QoS rules in force on this OSS (0: QoS off).", "gauge");
+    w.Sample("sfs_oss_qos_rules", {}, static_cast<uint64_t>(qos->rules().size()));
+    w.Family("sfs_oss_qos_queued", "Requests waiting in the QoS queue.", "gauge");
+    w.Sample("sfs_oss_qos_queued", {}, static_cast<uint64_t>(qos->queued()));
+    struct Col {
+      const char* name;
+      const char* help;
+      std::function<double(const QosClassStats&)> value;
+    };
+    const Col cols[] = {
+        {"sfs_oss_qos_dispatched_total", "Requests the QoS scheduler ran, by class.",
+         [](const QosClassStats& s) { return static_cast<double>(s.dispatched); }},
+        {"sfs_oss_qos_delayed_total", "Requests that waited in the QoS queue (> 1 ms), by class.",
+         [](const QosClassStats& s) { return static_cast<double>(s.delayed); }},
+        {"sfs_oss_qos_wait_seconds_total", "Time requests waited in the QoS queue, by class.",
+         [](const QosClassStats& s) { return s.wait_seconds; }},
+        {"sfs_oss_qos_read_bytes_total", "Bytes read by requests the QoS scheduler ran, by class.",
+         [](const QosClassStats& s) { return static_cast<double>(s.read_bytes); }},
+        {"sfs_oss_qos_write_bytes_total", "Bytes written by requests the QoS scheduler ran, by class.",
+         [](const QosClassStats& s) { return static_cast<double>(s.write_bytes); }},
+    };
+    for (const Col& c : cols) {
+      w.Family(c.name, c.help, "counter");
+      for (const auto& [cls, s] : st) w.Sample(c.name, {{"class", cls}}, c.value(s));
+    }
+  });
 }
 
 void OssMetrics::AddTargets(std::function<std::unordered_map<uint32_t, ObjectStore*>()> targets) {

@@ -22,6 +22,7 @@
 namespace sfs::oss {
 
 class ObjectStore;
+class QosScheduler;
 
 class OssMetrics {
  public:
@@ -48,6 +49,10 @@ class OssMetrics {
   // targets() returns (OST index -> store).
   // REQUIRES: the stores outlive every scrape.
   void AddTargets(std::function<std::unordered_map<uint32_t, ObjectStore*>()> targets);
+  // Adds the QoS families (per ruled class, "resync", and "other" for the
+  // unruled jobs together), read from the scheduler at each scrape.
+  // REQUIRES: qos outlives every scrape.
+  void AddQos(const QosScheduler* qos);
 
  private:
   struct OpSeries {

@@ -334,10 +334,11 @@ Status OssService::CheckCapabilities(const OssRequest& oreq) const {
   if (right == 0) return Status::Ok();
   if (oreq.capabilities_size() == 0) return Status::Errno(EACCES, "no capability");
   int64_t now = auth::NowUnix();
-  std::vector<auth::Capability> caps;
+  std::vector<std::shared_ptr<const auth::Capability>> caps;
+  caps.reserve(static_cast<size_t>(oreq.capabilities_size()));
   Status last;
   for (const std::string& token : oreq.capabilities()) {
-    Result<auth::Capability> cap = auth::Verify(token, *key_, now);
+    Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, *key_, now);
     if (cap.ok()) {
       caps.push_back(std::move(*cap));
     } else {
@@ -345,9 +346,9 @@ Status OssService::CheckCapabilities(const OssRequest& oreq) const {
     }
   }
   auto allowed = [&](uint32_t ost, uint64_t oid, uint32_t need) {
-    for (const auth::Capability& c : caps) {
-      bool rights = (c.rights & need) == need || (c.rights & auth::kAdmin) != 0;
-      if (rights && c.Covers(ost, oid)) return true;
+    for (const auto& c : caps) {
+      bool rights = (c->rights & need) == need || (c->rights & auth::kAdmin) != 0;
+      if (rights && c->Covers(ost, oid)) return true;
     }
     return false;
   };
@@ -431,6 +432,18 @@ uint64_t OssService::ReplyBulkHint(std::string_view payload) {
   return oreq.read().length();
 }
 
+// The data bytes a request moves: a read's length in, a write's out (write_v:
+// its extents, not the alignment padding of its bulk).
+static void DataBytes(const OssRequest& oreq, const rpc::Request& req, uint64_t* read,
+                      uint64_t* written) {
+  *read = *written = 0;
+  if (oreq.op_case() == OssRequest::kRead) *read = oreq.read().length();
+  if (oreq.op_case() == OssRequest::kWrite) *written = req.bulk_bytes().size();
+  if (oreq.op_case() == OssRequest::kWriteV) {
+    for (const proto::ObjExtent& e : oreq.write_v().extents()) *written += e.length();
+  }
+}
+
 bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
   if (inline_read_max_ == 0 || req.service != rpc::kServiceOss) return false;
   OssRequest oreq;
@@ -438,10 +451,34 @@ bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
       oreq.read().length() > inline_read_max_) {
     return false;
   }
+  if (qos_ != nullptr && qos_->enabled() && qos_->Ruled(oreq.job_id(), kDefaultTenant)) return false;
   rpc::Reply reply;
   HandleCounted(oreq, req, &reply);
   done(std::move(reply));
   return true;
+}
+
+void OssService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
+  auto oreq = std::make_shared<OssRequest>();
+  if (qos_ == nullptr || !qos_->enabled() || req.service != rpc::kServiceOss ||
+      !oreq->ParseFromString(req.payload)) {
+    rpc::Reply reply;
+    Handle(req, &reply);
+    done(std::move(reply));
+    return;
+  }
+  QosCost cost;
+  DataBytes(*oreq, req, &cost.read_bytes, &cost.write_bytes);
+  std::string cls = qos_->ClassOf(oreq->job_id(), kDefaultTenant);
+  // req is valid only during this call: the queued request owns its contents
+  // (the bulk buffer too, which keeps counting against the admission budget
+  // while it waits, so a throttled client's connection slows down by itself).
+  auto held = std::make_shared<rpc::Request>(std::move(req));
+  qos_->Submit(cls, cost, [this, held, oreq, done = std::move(done)]() {
+    rpc::Reply reply;
+    HandleCounted(*oreq, *held, &reply);
+    done(std::move(reply));
+  });
 }
 
 void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
@@ -462,18 +499,6 @@ void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
 OssService::Targets OssService::targets() const {
   std::lock_guard<std::mutex> lock(mu_);
   return *targets_;
-}
-
-// The data bytes a request moves: a read's length in, a write's out (write_v:
-// its extents, not the alignment padding of its bulk).
-static void DataBytes(const OssRequest& oreq, const rpc::Request& req, uint64_t* read,
-                      uint64_t* written) {
-  *read = *written = 0;
-  if (oreq.op_case() == OssRequest::kRead) *read = oreq.read().length();
-  if (oreq.op_case() == OssRequest::kWrite) *written = req.bulk_bytes().size();
-  if (oreq.op_case() == OssRequest::kWriteV) {
-    for (const proto::ObjExtent& e : oreq.write_v().extents()) *written += e.length();
-  }
 }
 
 // The reply's errno. Its status is field 1, which protobuf serializes first,

@@ -44,9 +44,11 @@
 #include <vector>
 
 #include "common/auth/capability.h"
+#include "common/auth/capability_cache.h"
 #include "common/rpc/rpc.h"
 #include "oss/service/copy_op.h"
 #include "oss/service/oss_metrics.h"
+#include "oss/service/qos.h"
 #include "oss/service/write_fence.h"
 #include "oss/store/object_store.h"
 
@@ -77,6 +79,13 @@ class OssService : public rpc::Handler {
   void SetPeers(PeerChannels* peers) { peers_.store(peers, std::memory_order_release); }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
+  // With QoS rules in force (set_qos), queues the request in its class
+  // (qos.h) and returns: an executor thread runs it when the policy lets.
+  // Otherwise runs it at once, as Handle().
+  void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
+  // REQUIRES: set before serving; qos outlives this service and is Stop()ped
+  // before the server that calls it.
+  void set_qos(QosScheduler* qos) { qos_ = qos; }
   // A read's length (its reply bulk), so the server's memory budget counts it
   // from admission on (rpc.h).
   uint64_t ReplyBulkHint(std::string_view payload) override;
@@ -90,6 +99,8 @@ class OssService : public rpc::Handler {
   // and every other op go to the workers. Each connection is read by one I/O
   // thread, so a small read delays that connection's next request by its
   // disk time (clients keep several connections per OSS: tcp_channel.cc).
+  // With QoS rules in force only an unruled class's reads go inline, so that
+  // every limited or reserved class passes the scheduler.
   bool TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) override;
   static constexpr uint64_t kDefaultInlineReadMax = 64 * 1024;
   // 0: every request goes to a worker. Call before serving.
@@ -118,6 +129,9 @@ class OssService : public rpc::Handler {
   Status CheckCapabilities(const proto::OssRequest& oreq) const;
 
   std::optional<auth::ClusterKey> key_;
+  // Tokens verified once, found by their bytes after (capability_cache.h).
+  mutable auth::CapabilityCache verified_;
+  QosScheduler* qos_ = nullptr;
   uint64_t inline_read_max_ = kDefaultInlineReadMax;
   OssMetrics* metrics_ = nullptr;
   std::atomic<PeerChannels*> peers_{nullptr};

@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "  stats [--json] [--mds HOST:PORT] [METRICS_HOST:PORT...]        the daemons' metrics, once\n"
     "  top [--once] [--mds HOST:PORT] [METRICS_HOST:PORT...]          live per-OSS/per-job rates\n"
     "  key generate|check FILE                                        the cluster key (capabilities)\n"
+    "  qos set|show|remove CLASS [--read-mibps N] [--write-mibps N] [--iops N] ...  OSS QoS rules\n"
     "\n"
     "Run 'sfs COMMAND --help' for a command's options and examples.\n";
 
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   if (cmd == "stats") return RunStats(sub_argc, sub_argv);
   if (cmd == "top") return RunTop(sub_argc, sub_argv);
   if (cmd == "key") return RunKey(sub_argc, sub_argv);
+  if (cmd == "qos") return RunQos(sub_argc, sub_argv);
   std::fprintf(stderr, "sfs: unknown command '%s' (try 'sfs --help')\n", cmd.c_str());
   return 2;
 }
