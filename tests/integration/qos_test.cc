@@ -77,7 +77,7 @@ TEST_F(QosTest, ALimitedJobIsHeldToItsRateAndAnotherJobIsNot) {
   auto t0 = std::chrono::steady_clock::now();
   RunAsJob("slow", "dd if=/dev/zero of=" + mount() + "/slow bs=1M count=6 conv=fsync 2>/dev/null");
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_GE(secs, 2.5) << "6 MiB under a 2 MiB/s limit";
+  EXPECT_GE(secs, 2.72) << "6 MiB under a 2 MiB/s limit: over it by more than 10%";
   EXPECT_EQ(OssSum(slow_bytes), 6.0 * (1 << 20));
   EXPECT_GE(OssSum(slow_delayed), 2.0);
 
