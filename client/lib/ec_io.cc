@@ -106,8 +106,8 @@ Result<const ec::RsCodec*> Striper::CodecOf(const LayoutSpec& l) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = codecs_[{l.ec_data, l.ec_parity}];
   if (slot == nullptr) {
-    SFS_ASSIGN_OR_RETURN(slot, ec::RsCodec::Create(static_cast<int>(l.ec_data),
-                                                   static_cast<int>(l.ec_parity)));
+    SFS_ASSIGN_OR_RETURN(
+        slot, ec::RsCodec::Create(static_cast<int>(l.ec_data), static_cast<int>(l.ec_parity)));
   }
   return static_cast<const ec::RsCodec*>(slot.get());
 }
@@ -117,9 +117,8 @@ void Striper::LockRows(const LayoutSpec& l, uint64_t first, uint64_t end) {
   std::unique_lock<std::mutex> lock(rows_mu_);
   rows_cv_.wait(lock, [&] {
     auto [b, e] = rows_held_.equal_range(key);
-    return std::none_of(b, e, [&](const auto& h) {
-      return h.second.first < end && first < h.second.second;
-    });
+    return std::none_of(
+        b, e, [&](const auto& h) { return h.second.first < end && first < h.second.second; });
   });
   rows_held_.emplace(key, std::pair(first, end));
 }
@@ -165,8 +164,8 @@ Status Striper::ReadEc(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf
   SFS_ASSIGN_OR_RETURN(const ec::RsCodec* codec, CodecOf(l));
   std::vector<ChunkRead> reads;
   for (const ec::Extent& e : ec::MapRange(g, off, buf.size())) {
-    reads.push_back({e.row, e.chunk, e.obj_offset % g.chunk_size,
-                     buf.subspan(e.file_offset - off, e.length)});
+    reads.push_back(
+        {e.row, e.chunk, e.obj_offset % g.chunk_size, buf.subspan(e.file_offset - off, e.length)});
   }
   return ReadChunks(l, g, *codec, reads);
 }
@@ -225,10 +224,11 @@ Status Striper::ReadChunks(const LayoutSpec& l, const ec::Geometry& g, const ec:
   return RebuildChunks(l, g, codec, std::move(lost), &bad);
 }
 
-Status Striper::RebuildChunks(const LayoutSpec& l, const ec::Geometry& g,
-                              const ec::RsCodec& codec, std::vector<ChunkRead*> lost,
-                              std::vector<uint32_t>* bad) {
-  auto is_bad = [&](uint32_t obj) { return std::find(bad->begin(), bad->end(), obj) != bad->end(); };
+Status Striper::RebuildChunks(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
+                              std::vector<ChunkRead*> lost, std::vector<uint32_t>* bad) {
+  auto is_bad = [&](uint32_t obj) {
+    return std::find(bad->begin(), bad->end(), obj) != bad->end();
+  };
   const uint32_t n = g.width();
   // Each round reads K sources for every lost chunk; a source that fails
   // joins `bad` and its chunk tries again with others. At most M+1 rounds:
@@ -301,8 +301,8 @@ Status Striper::RebuildChunks(const LayoutSpec& l, const ec::Geometry& g,
     lost = std::move(again);
   }
   if (!lost.empty()) {
-    return Status(EIO, "inode " + std::to_string(l.ino) + " row " +
-                           std::to_string(lost[0]->row) + ": its chunks cannot be rebuilt");
+    return Status(EIO, "inode " + std::to_string(l.ino) + " row " + std::to_string(lost[0]->row) +
+                           ": its chunks cannot be rebuilt");
   }
   return Status::Ok();
 }
@@ -338,17 +338,19 @@ Status Striper::LockClusterRows(const LayoutSpec& l, uint64_t owner, uint64_t fi
   Status st = hooks_.row_lock(l.ino, owner, start, last, lock);
   if (st.code() == ENOLCK) {
     if (!no_cluster_locks_.exchange(true)) {
-      LOG_WARN("the MDS grants no locks: EC rows are read-modify-written without the "
-               "cluster-wide row lock (concurrent writers from other clients may "
-               "leave parity inconsistent)");
+      LOG_WARN(
+          "the MDS grants no locks: EC rows are read-modify-written without the "
+          "cluster-wide row lock (concurrent writers from other clients may "
+          "leave parity inconsistent)");
     }
     return Status::Ok();
   }
   if (!st.ok() && !lock) {
     LOG_WARN("inode " << l.ino << ": releasing the EC row lock: " << st.ToString());
   }
-  return st.ok() ? st : Status(EIO, "EC row lock of inode " + std::to_string(l.ino) + ": " +
-                                        st.ToString());
+  return st.ok()
+             ? st
+             : Status(EIO, "EC row lock of inode " + std::to_string(l.ino) + ": " + st.ToString());
 }
 
 Status Striper::WriteRows(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
@@ -369,7 +371,8 @@ Status Striper::WriteRows(const LayoutSpec& l, const ec::Geometry& g, const ec::
     Cols& c = cols[i];
     c.store.resize((w.full ? 0 : k * width) + m * width);
     for (uint32_t p = 0; p < m; ++p) {
-      c.parity.push_back(std::span<uint8_t>(c.store).subspan(((w.full ? 0 : k) + p) * width, width));
+      c.parity.push_back(
+          std::span<uint8_t>(c.store).subspan(((w.full ? 0 : k) + p) * width, width));
     }
     for (uint32_t d = 0; d < k; ++d) {
       if (w.full) {
@@ -435,13 +438,15 @@ Status Striper::RunEcMutation(const LayoutSpec& l, std::vector<Piece>& pieces, b
     if (missed.empty()) return Status::Ok();
     if (stale + missed.size() <= m) {
       std::vector<StripeObject> mark;
-      for (uint32_t i : missed) mark.push_back(StripeObject{l.objects[i].ost, l.objects[i].oid, 0, true});
+      for (uint32_t i : missed)
+        mark.push_back(StripeObject{l.objects[i].ost, l.objects[i].oid, 0, true});
       if (!hooks_.mark_stale || l.ino == 0) {
         return Status(EIO, "an EC chunk object missed a write and its inode is unknown");
       }
       Result<LayoutSpec> after = hooks_.mark_stale(l.ino, mark);
       if (!after.ok()) {
-        return Status(EIO, "cannot mark a missed EC chunk object stale: " + after.status().ToString());
+        return Status(EIO,
+                      "cannot mark a missed EC chunk object stale: " + after.status().ToString());
       }
       Absorb(*after);
       for (const StripeObject& o : mark) {

@@ -19,7 +19,7 @@ namespace sfs::client::ecplan {
 namespace {
 
 TEST(EcPlan, WriteIsCutIntoAPartialHeadFullMiddleAndPartialTail) {
-  const ec::Geometry g{8, 3, 2};  // rows of 24 bytes
+  const ec::Geometry g{8, 3, 2};                     // rows of 24 bytes
   std::vector<RowWrite> rows = PlanWrite(g, 5, 60);  // [5, 65)
   ASSERT_EQ(rows.size(), 3u);
 
@@ -74,8 +74,8 @@ TEST(EcPlan, KeptInLastRowClampsEachDataChunk) {
 // A file as K data chunks + M parity chunks per row, kept in memory.
 struct Rows {
   ec::Geometry g;
-  std::vector<uint8_t> file;                     // rows * row_bytes
-  std::vector<std::vector<uint8_t>> parity;      // per row: M * S
+  std::vector<uint8_t> file;                 // rows * row_bytes
+  std::vector<std::vector<uint8_t>> parity;  // per row: M * S
 
   std::span<const uint8_t> Chunk(uint64_t row, uint32_t c) const {
     return std::span<const uint8_t>(file).subspan(row * g.row_bytes() + c * g.chunk_size,
@@ -120,7 +120,8 @@ void ApplyWrite(const ec::RsCodec& codec, Rows& f, uint64_t off, std::span<const
       data.push_back(col);
     }
     if (!w.full) Overlay(w, buf, mut);
-    for (uint32_t p = 0; p < g.m; ++p) pspans.push_back(std::span<uint8_t>(par).subspan(p * width, width));
+    for (uint32_t p = 0; p < g.m; ++p)
+      pspans.push_back(std::span<uint8_t>(par).subspan(p * width, width));
     ASSERT_TRUE(codec.Encode(data, pspans).ok());
     for (uint32_t p = 0; p < g.m; ++p) {
       std::copy(pspans[p].begin(), pspans[p].end(),
@@ -134,12 +135,14 @@ void ApplyWrite(const ec::RsCodec& codec, Rows& f, uint64_t off, std::span<const
 }
 
 TEST(EcPlan, ReadModifyWriteGivesTheParityOfTheWholeNewRow) {
-  for (const ec::Geometry g : {ec::Geometry{32, 2, 1}, ec::Geometry{16, 4, 2}, ec::Geometry{8, 3, 3}}) {
+  for (const ec::Geometry g :
+       {ec::Geometry{32, 2, 1}, ec::Geometry{16, 4, 2}, ec::Geometry{8, 3, 3}}) {
     auto codec = ec::RsCodec::Create(static_cast<int>(g.k), static_cast<int>(g.m));
     ASSERT_TRUE(codec.ok());
     const uint64_t nrows = 6;
     std::mt19937_64 rng(g.k * 100 + g.m);
-    Rows f{g, std::vector<uint8_t>(nrows * g.row_bytes()), std::vector<std::vector<uint8_t>>(nrows)};
+    Rows f{g, std::vector<uint8_t>(nrows * g.row_bytes()),
+           std::vector<std::vector<uint8_t>>(nrows)};
     for (auto& b : f.file) b = static_cast<uint8_t>(rng());
     for (uint64_t r = 0; r < nrows; ++r) f.parity[r] = f.Encode(**codec, r);
     for (int i = 0; i < 200; ++i) {
@@ -173,8 +176,9 @@ TEST(EcPlan, ARowWrittenInPartsRebuildsALostChunkFromAnyK) {
   ASSERT_EQ(f.file, all);
   // Lose data chunks 1 and 3; rebuild them from chunks 0, 2 and the parity.
   std::vector<uint8_t> d1(g.chunk_size), d3(g.chunk_size);
-  std::vector<std::vector<uint8_t>> keep{std::vector<uint8_t>(f.Chunk(0, 0).begin(), f.Chunk(0, 0).end()),
-                                         std::vector<uint8_t>(f.Chunk(0, 2).begin(), f.Chunk(0, 2).end())};
+  std::vector<std::vector<uint8_t>> keep{
+      std::vector<uint8_t>(f.Chunk(0, 0).begin(), f.Chunk(0, 0).end()),
+      std::vector<uint8_t>(f.Chunk(0, 2).begin(), f.Chunk(0, 2).end())};
   std::vector<std::span<uint8_t>> chunks(6);
   chunks[0] = keep[0];
   chunks[1] = d1;

@@ -255,7 +255,8 @@ class Striper {
   // Row locks of EC files: (OST, oid) of a file's first object -> rows held.
   std::mutex rows_mu_;
   std::condition_variable rows_cv_;
-  std::multimap<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>> rows_held_;  // GUARDED_BY(rows_mu_)
+  // GUARDED_BY(rows_mu_)
+  std::multimap<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>> rows_held_;
   std::atomic<uint64_t> row_owners_{0};       // owners of cluster row locks: one per write
   std::atomic<bool> no_cluster_locks_{false};  // the MDS answered ENOLCK
   // GUARDED_BY(mu_): ino -> (token that an OSS refused, the one that replaced it).

@@ -35,8 +35,8 @@ struct Striper::Piece {
   bool fenced = false;          // ESTALE + fenced: refused unapplied, send again with the epoch now
   Status status;
   bool transport_error = false;
-  bool destroyed = false;  // ESTALE: the OSS destroyed the object (a stale layout)
-  uint64_t blocks = 0;  // stat result
+  bool destroyed = false;     // ESTALE: the OSS destroyed the object (a stale layout)
+  uint64_t blocks = 0;        // stat result
   bool oss_verifies = false;  // read: asked again after a bad crc; the OSS checks the bytes
   // kWriteV: the extents (their data back to back in `gathered`, which `out`
   // spans), each with the batch's write pieces it carries and its status.
@@ -61,7 +61,7 @@ struct Striper::Piece {
   uint32_t copy = 0;
   size_t group = 0;
   std::chrono::milliseconds timeout{0};  // this call's, if not 0 (a read with copies left)
-  bool fail_fast = false;  // another copy can stand in: CallOptions::fail_fast
+  bool fail_fast = false;                // another copy can stand in: CallOptions::fail_fast
 };
 
 // A copy's (or EC chunk's) failure that another copy or chunk may stand in

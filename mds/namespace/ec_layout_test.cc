@@ -2,9 +2,9 @@
 // directory defaults that -N/-c turn off, the limits (bad K+M, K+M > OSTs,
 // EC with mirrors, EC on a file with data) and the chunk states (never more
 // than M stale, kept across a restart, off the mirror resync list).
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "mds/namespace/test_util.h"
 

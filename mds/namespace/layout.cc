@@ -303,7 +303,8 @@ Status Namespace::SetLayout(const OpCtx& ctx, const proto::SetLayoutReq& req) {
           return Status::Errno(EINVAL, "cannot change the mirror count of a file with data");
         }
         if (node->attr().size() > 0 && req.layout().ec_data() != 0) {
-          return Status::Errno(EINVAL, "cannot make a file with data erasure-coded; use sfs migrate");
+          return Status::Errno(EINVAL,
+                               "cannot make a file with data erasure-coded; use sfs migrate");
         }
         if (node->attr().size() > 0) return Status::Errno(EBUSY, "file has data");
         SFS_ASSIGN_OR_RETURN(proto::Layout fresh, AllocateLayout(req.layout(), node->layout()));

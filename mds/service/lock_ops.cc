@@ -38,7 +38,9 @@ LockRequest RequestOf(const MdsRequest& r) {
 Status Validate(const proto::LockReq& l) {
   if (l.type() > lock::kUnlock) return Status(EINVAL, "bad lock type");
   if (l.start() > l.end()) return Status(EINVAL, "lock range ends before it starts");
-  if (l.ec_rows() && (l.flock() || l.ino() >= kEcRowSpace)) return Status(EINVAL, "bad EC row lock");
+  if (l.ec_rows() && (l.flock() || l.ino() >= kEcRowSpace)) {
+    return Status(EINVAL, "bad EC row lock");
+  }
   if (l.flock() && (l.start() != 0 || l.end() != lock::kLockEof)) {
     return Status(EINVAL, "a flock lock covers the whole file");
   }

@@ -11,6 +11,7 @@
 // Reads must reach the OSSes rather than the page cache: the file's clean
 // pages are dropped with posix_fadvise(POSIX_FADV_DONTNEED) before each read.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,8 +24,6 @@
 #include <cstring>
 #include <random>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "tests/harness/fixture.h"
 #include "tests/harness/subprocess.h"
@@ -112,7 +111,8 @@ class FuseEcTest : public ClusterPerTest {
 
   // pwrite of data[off, off + len) into fd and into want (grown as a file grows).
   static void PutAt(int fd, std::string* want, const std::string& data, size_t off, size_t len) {
-    ASSERT_EQ(pwrite(fd, data.data() + off, len, static_cast<off_t>(off)), static_cast<ssize_t>(len))
+    ASSERT_EQ(pwrite(fd, data.data() + off, len, static_cast<off_t>(off)),
+              static_cast<ssize_t>(len))
         << strerror(errno) << " at " << off;
     if (want->size() < off + len) want->resize(off + len, '\0');
     want->replace(off, len, data, off, len);
@@ -141,10 +141,10 @@ TEST_F(FuseEcTest, FullRowAndUnalignedWritesReadBackAlsoWithAnOssKilled) {
   for (const auto& o : l.objects) osts.insert(o.ost);
   EXPECT_EQ(osts.size(), 3u) << "the chunks of a row share an OST";
 
-  PutAt(fd, &want, data, 0, 1 << 20);           // 8 whole rows
-  PutAt(fd, &want, data, 5000, 70000);          // inside rows 0: read-modify-write
-  PutAt(fd, &want, data, 300000, 200000);       // unaligned, across rows
-  PutAt(fd, &want, data, (1 << 20), 12345);     // extends, a short last row
+  PutAt(fd, &want, data, 0, 1 << 20);             // 8 whole rows
+  PutAt(fd, &want, data, 5000, 70000);            // inside rows 0: read-modify-write
+  PutAt(fd, &want, data, 300000, 200000);         // unaligned, across rows
+  PutAt(fd, &want, data, (1 << 20), 12345);       // extends, a short last row
   PutAt(fd, &want, data, (2 << 20) + 100, 1000);  // past a hole of ~1 MiB
   ASSERT_EQ(fsync(fd), 0) << strerror(errno);
   ASSERT_EQ(close(fd), 0);
@@ -202,8 +202,9 @@ TEST_F(FuseEcTest, SharedFileSurvivesAnOssKilledMidRun) {
   ASSERT_EQ(l.objects.size(), 3u);
   const int victim = cluster().OssOfOst(*client_, l.objects[1].ost);
   ASSERT_GE(victim, 0);
-  auto* written = static_cast<std::atomic<int>*>(
-      mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  auto* written =
+      static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
+                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(written, MAP_FAILED);
   new (written) std::atomic<int>(0);
   std::vector<pid_t> kids;
@@ -215,7 +216,9 @@ TEST_F(FuseEcTest, SharedFileSurvivesAnOssKilledMidRun) {
       if (fd < 0) _exit(10);
       for (int s = 0; s < kSegments; ++s) {
         const size_t off = (size_t{static_cast<size_t>(s)} * kTasks + t) * kBlock;
-        if (pwrite(fd, data.data() + off, kBlock, static_cast<off_t>(off)) != static_cast<ssize_t>(kBlock)) _exit(11);
+        if (pwrite(fd, data.data() + off, kBlock, static_cast<off_t>(off)) !=
+            static_cast<ssize_t>(kBlock))
+          _exit(11);
         written->fetch_add(1);
       }
       if (fsync(fd) != 0) _exit(12);
@@ -267,7 +270,9 @@ TEST_F(FuseEcTest, TwoMountsReadModifyWritingOneRowLeaveParityRight) {
       for (size_t r = 0; r < kRows; ++r) {
         for (size_t col = 0; col < kChunk; col += kPiece) {
           const size_t off = r * 2 * kChunk + chunk * kChunk + col;
-          if (pwrite(fd, data.data() + off, kPiece, static_cast<off_t>(off)) != static_cast<ssize_t>(kPiece)) _exit(11);
+          if (pwrite(fd, data.data() + off, kPiece, static_cast<off_t>(off)) !=
+              static_cast<ssize_t>(kPiece))
+            _exit(11);
           if (fdatasync(fd) != 0) _exit(12);  // each write to the OSSs now, not batched
         }
       }

@@ -112,7 +112,8 @@ int ParseArgs(int argc, char** argv, Args* a) {
     }
   }
   if (a->spec.IsEc() && a->spec.mirror_count != 0) {
-    std::fprintf(stderr, "sfs setstripe: --ec and -N exclude each other (erasure-coded or mirrored)\n");
+    std::fprintf(stderr,
+                 "sfs setstripe: --ec and -N exclude each other (erasure-coded or mirrored)\n");
     return 2;
   }
   const int32_t width = static_cast<int32_t>(a->spec.ec_data + a->spec.ec_parity);
