@@ -2,7 +2,8 @@
 // a real sfs-mount over real daemons: a 2+1 file written with whole rows,
 // unaligned overwrites, an extending tail and a hole reads back byte for
 // byte, and again with one OSS SIGKILLed (rebuilt from the other chunks);
-// writes go on with the OSS down and mark its object stale; an IOR-style
+// writes go on with the OSS down and mark its object stale; a hung OSS
+// (SIGSTOP) is read around within the RPC timeout; an IOR-style
 // shared file written by several processes while an OSS dies reads back;
 // two mounts read-modify-writing the same rows at once leave parity that
 // rebuilds the data (the cluster-wide row lock); a truncate inside a row
@@ -183,6 +184,26 @@ TEST_F(FuseEcTest, FullRowAndUnalignedWritesReadBackAlsoWithAnOssKilled) {
   // The OSS comes back: its stale object is still never read.
   ASSERT_TRUE(cluster().RestartOss(victim).ok());
   EXPECT_TRUE(SameBytes(ReadBack(path, want.size()), want)) << "the stale object was read";
+}
+
+TEST_F(FuseEcTest, AHungOssIsReadAroundWithinTheRpcTimeout) {
+  MakeEcDir("/d");
+  const std::string path = mnt_ + "/d/h";
+  std::mt19937_64 rng(PerTestSeed());
+  auto bytes = RandomBytes(rng, 1 << 20);
+  const std::string want(bytes.begin(), bytes.end());
+  ASSERT_TRUE(WriteFile(path, want));
+  const int hung = cluster().OssOfOst(*client_, LayoutOf("/d/h").objects[0].ost);
+  ASSERT_GE(hung, 0);
+  ASSERT_TRUE(cluster().KillOss(hung, SIGSTOP).ok());
+  // Connections to it stay open and unanswered: each read call waits at
+  // most min(2 s, timeout / 2) for it, then rebuilds its chunks.
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string got = ReadBack(path, want.size());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(cluster().KillOss(hung, SIGCONT).ok());
+  EXPECT_TRUE(SameBytes(got, want)) << "read with an OSS hung";
+  EXPECT_LT(took, std::chrono::seconds(3)) << "the read waited out the mount's RPC timeout";
 }
 
 TEST_F(FuseEcTest, SharedFileSurvivesAnOssKilledMidRun) {
