@@ -45,6 +45,7 @@ class FuseEcTest : public ClusterPerTest {
     ClusterOptions o;
     o.name = "fuse-ec";
     o.num_oss = 4;  // one more than 2+1 needs
+    o.cluster_key = true;  // every chunk call carries the MDS-signed capability
     o.ost_timeout_ms = 2000;
     return o;
   }
@@ -138,6 +139,7 @@ TEST_F(FuseEcTest, FullRowAndUnalignedWritesReadBackAlsoWithAnOssKilled) {
   ASSERT_EQ(l.ec_data, 2u);
   ASSERT_EQ(l.ec_parity, 1u);
   ASSERT_EQ(l.objects.size(), 3u);
+  EXPECT_FALSE(l.capability.empty()) << "the cluster runs without a key";
   std::set<uint32_t> osts;
   for (const auto& o : l.objects) osts.insert(o.ost);
   EXPECT_EQ(osts.size(), 3u) << "the chunks of a row share an OST";
