@@ -25,6 +25,7 @@
 // good, and any K of those rebuild every row.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <utility>
 
@@ -221,50 +222,83 @@ Status Striper::ReadChunks(const LayoutSpec& l, const ec::Geometry& g, const ec:
     if (std::find(lost.begin(), lost.end(), cr) == lost.end()) lost.push_back(cr);
   }
   if (lost.empty()) return Status::Ok();
-  return RebuildChunks(l, g, codec, std::move(lost), &bad);
+  return RebuildChunks(l, g, codec, reads, std::move(lost), &bad);
 }
 
 Status Striper::RebuildChunks(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
-                              std::vector<ChunkRead*> lost, std::vector<uint32_t>* bad) {
+                              std::vector<ChunkRead>& reads, std::vector<ChunkRead*> lost,
+                              std::vector<uint32_t>* bad) {
   auto is_bad = [&](uint32_t obj) {
     return std::find(bad->begin(), bad->end(), obj) != bad->end();
   };
   const uint32_t n = g.width();
+  // The call's reads by (row, chunk): one that is not lost holds its bytes
+  // already (read, or rebuilt in an earlier round) and is a source for free.
+  // A whole-row read with one chunk lost then reads one more chunk, not K.
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<ChunkRead*>> by_chunk;
+  for (ChunkRead& cr : reads) by_chunk[{cr.row, cr.chunk}].push_back(&cr);
+  auto in_memory = [&](const ChunkRead& t, uint32_t c) -> std::span<uint8_t> {
+    auto it = by_chunk.find({t.row, c});
+    if (it == by_chunk.end()) return {};
+    for (ChunkRead* h : it->second) {
+      if (h->col > t.col || h->col + h->out.size() < t.col + t.out.size()) continue;
+      if (std::find(lost.begin(), lost.end(), h) != lost.end()) continue;
+      return h->out.subspan(t.col - h->col, t.out.size());
+    }
+    return {};
+  };
   // Each round reads K sources for every lost chunk; a source that fails
   // joins `bad` and its chunk tries again with others. At most M+1 rounds:
   // each failed round loses one more object, and more than M lost is EIO.
   for (uint32_t round = 0; round <= g.m && !lost.empty(); ++round) {
     struct Job {
       ChunkRead* target;
-      std::vector<uint32_t> sources;  // chunk indices
-      std::vector<uint8_t> bufs;      // K * len, source s at s * len
+      std::vector<uint32_t> sources;       // chunk indices
+      std::vector<std::span<uint8_t>> at;  // source s's bytes: in memory, or in bufs
+      std::vector<bool> fetch;             // source s is read now (into bufs)
+      std::vector<uint8_t> bufs;           // the sources read now, len each
     };
     std::vector<Job> jobs;
     std::vector<Piece> pieces;
     std::vector<size_t> job_of;
     for (ChunkRead* cr : lost) {
-      Job j{cr, {}, {}};
+      Job j{cr, {}, {}, {}, {}};
+      for (uint32_t c = 0; c < n && j.sources.size() < g.k; ++c) {  // held ones first
+        if (c == cr->chunk || in_memory(*cr, c).empty()) continue;
+        j.sources.push_back(c);
+        j.at.push_back(in_memory(*cr, c));
+        j.fetch.push_back(false);
+      }
       for (uint32_t c = 0; c < n && j.sources.size() < g.k; ++c) {
-        if (c != cr->chunk && !is_bad(ec::ObjectOf(g, cr->row, c))) j.sources.push_back(c);
+        if (c == cr->chunk || is_bad(ec::ObjectOf(g, cr->row, c))) continue;
+        if (std::find(j.sources.begin(), j.sources.end(), c) != j.sources.end()) continue;
+        j.sources.push_back(c);
+        j.at.emplace_back();  // in bufs, below
+        j.fetch.push_back(true);
       }
       if (j.sources.size() < g.k) {
         return Status(EIO, "inode " + std::to_string(l.ino) + " row " + std::to_string(cr->row) +
                                ": more than " + std::to_string(g.m) +
                                " of its chunks cannot be read");
       }
-      j.bufs.resize(g.k * cr->out.size());
+      const uint64_t len = cr->out.size();
+      j.bufs.resize(std::count(j.fetch.begin(), j.fetch.end(), true) * len);
+      for (size_t s = 0, b = 0; s < j.at.size(); ++s) {
+        if (j.fetch[s]) j.at[s] = std::span<uint8_t>(j.bufs).subspan(b++ * len, len);
+      }
       jobs.push_back(std::move(j));
     }
     for (size_t ji = 0; ji < jobs.size(); ++ji) {
       Job& j = jobs[ji];
       const uint64_t len = j.target->out.size();
       for (size_t s = 0; s < j.sources.size(); ++s) {
+        if (!j.fetch[s]) continue;
         const uint32_t obj = ec::ObjectOf(g, j.target->row, j.sources[s]);
         for (uint64_t done = 0; done < len;) {
           const uint64_t m = std::min<uint64_t>(len - done, kMaxPiece);
           Piece p = PieceOn(l, obj, Piece::Op::kRead,
                             j.target->row * g.chunk_size + j.target->col + done, m);
-          p.in = std::span<uint8_t>(j.bufs).subspan(s * len + done, m);
+          p.in = j.at[s].subspan(done, m);
           p.fail_fast = true;
           pieces.push_back(std::move(p));
           job_of.push_back(ji);
@@ -289,11 +323,8 @@ Status Striper::RebuildChunks(const LayoutSpec& l, const ec::Geometry& g, const 
         again.push_back(j.target);
         continue;
       }
-      const uint64_t len = j.target->out.size();
       std::vector<std::span<uint8_t>> chunks(n);
-      for (size_t s = 0; s < j.sources.size(); ++s) {
-        chunks[j.sources[s]] = std::span<uint8_t>(j.bufs).subspan(s * len, len);
-      }
+      for (size_t s = 0; s < j.sources.size(); ++s) chunks[j.sources[s]] = j.at[s];
       chunks[j.target->chunk] = j.target->out;
       const int erased[] = {static_cast<int>(j.target->chunk)};
       SFS_RETURN_IF_ERROR(codec.Reconstruct(chunks, erased));

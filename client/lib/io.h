@@ -218,8 +218,11 @@ class Striper {
   // Fills every read, rebuilding from other chunks what cannot be read.
   Status ReadChunks(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
                     std::vector<ChunkRead>& reads);
+  // Rebuilds the lost reads from K other chunks of their rows each, using
+  // the call's reads that are not lost as sources where they cover the bytes.
   Status RebuildChunks(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
-                       std::vector<ChunkRead*> lost, std::vector<uint32_t>* bad);
+                       std::vector<ChunkRead>& reads, std::vector<ChunkRead*> lost,
+                       std::vector<uint32_t>* bad);
   Status WriteRows(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
                    std::span<const ecplan::RowWrite> rows, std::span<const uint8_t> buf);
   // Runs mutating pieces on EC objects (Piece::stripe = object index) and
