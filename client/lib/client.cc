@@ -360,6 +360,22 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
         return mds->MirrorState(Cred{}, ino, objects, true);
       },
       .refresh = [mds](uint64_t ino) { return mds->GetLayout(Cred{}, ino); },
+      .row_lock = [mds](uint64_t ino, uint64_t owner, uint64_t start, uint64_t end,
+                        bool lock) -> Status {
+        LockArgs a;
+        a.ino = ino;
+        a.owner = owner;
+        a.ec_rows = true;
+        a.lock.type = lock ? F_WRLCK : F_UNLCK;
+        a.lock.start = start;
+        a.lock.end = end;
+        a.wait = lock;
+        for (;;) {  // the MDS answers EINPROGRESS after each bounded wait
+          Result<LockSpec> r = mds->Lock(a, std::chrono::milliseconds(5000));
+          if (r.ok()) return Status::Ok();
+          if (r.status().code() != EINPROGRESS) return r.status();
+        }
+      },
   });
   if (opts.write_behind_bytes > 0) {
     impl->wb = std::make_unique<WriteBehindQueue>(impl->striper.get(), opts.write_behind_bytes,
@@ -721,7 +737,7 @@ Result<uint64_t> Client::BlocksOf(File& f) {
     end = f.dense_end_;
   }
   const LayoutSpec& l = f.layout_;
-  if (!dense || l.stripe_size == 0 || l.stripe_count <= 0 || l.objects.empty() ||
+  if (!dense || l.IsEc() || l.stripe_size == 0 || l.stripe_count <= 0 || l.objects.empty() ||
       l.objects.size() % static_cast<size_t>(l.stripe_count) != 0 ||
       impl_->OpenFiles(f.ino_).size() != 1) {
     return impl_->striper->Blocks(l);
@@ -762,6 +778,12 @@ Status Client::Fallocate(File& f, int mode, uint64_t off, uint64_t len) {
   if (len == 0) return Status(EINVAL, "fallocate of length 0");
   if (off > kMaxFileSize || len > kMaxFileSize - off) return Status(EFBIG, "past the largest file");
   if ((f.flags_ & O_ACCMODE) == O_RDONLY) return Status(EBADF, "not open for writing");
+  if (f.layout_.IsEc()) {
+    // The objects' bytes are chunks and parity, not the file's: ranges of
+    // the file do not map to ranges of one object (posix_fallocate then
+    // writes zeros itself).
+    return Status(EOPNOTSUPP, "fallocate of an erasure-coded file");
+  }
   impl_->WaitWrites(f.ino_);
   SFS_RETURN_IF_ERROR(FallocateObjects(*impl_->striper, f.layout_, mode, off, len));
   // The size report also carries the new blocks (and an mtime, as a write).
@@ -775,6 +797,9 @@ Result<uint64_t> Client::Seek(File& f, uint64_t off, int whence) {
   SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->GetAttr(f.cred_, f.ino_));
   const uint64_t size = impl_->MergeLocal(std::move(a), true).size;
   if (off >= size) return Status(ENXIO, "at or past the end of file");
+  // Erasure-coded: objects hold chunks and parity, so their holes are not
+  // the file's; the whole file counts as data, as lseek(2) allows.
+  if (f.layout_.IsEc()) return whence == SEEK_HOLE ? size : off;
   SFS_ASSIGN_OR_RETURN(std::optional<uint64_t> at,
                        SeekObjects(*impl_->striper, f.layout_, off, whence == SEEK_HOLE));
   if (whence == SEEK_HOLE) return at ? std::min(*at, size) : size;

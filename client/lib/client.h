@@ -127,6 +127,12 @@ struct LayoutSpec {
   int32_t start_ost = -1;      // -1 = allocator's choice
   std::string pool;
   uint32_t mirror_count = 0;   // 0 = inherit; 1 = one copy; 2, 3 = mirrored
+  // Erasure-coded (both > 0; docs/redundancy.md): rows of ec_data data
+  // chunks of stripe_size bytes plus ec_parity parity chunks, over
+  // ec_data + ec_parity objects (stripe_count) on distinct OSTs; each object
+  // may be stale (missed writes: reconstructed from the others on read).
+  uint32_t ec_data = 0;
+  uint32_t ec_parity = 0;
   std::vector<StripeObject> objects;
   bool inherited = false;
   uint64_t ino = 0;            // a file's layout: its inode (0 if unknown)
@@ -135,6 +141,7 @@ struct LayoutSpec {
   std::string capability;
 
   uint32_t Copies() const { return mirror_count > 1 ? mirror_count : 1; }
+  bool IsEc() const { return ec_data > 0 && ec_parity > 0; }
   // How many stripes a file's objects make (each kept Copies() times).
   uint32_t Stripes() const { return static_cast<uint32_t>(objects.size() / Copies()); }
 };

@@ -11,8 +11,10 @@
 #include <utility>
 
 #include "client/lib/fence_epoch.h"
+#include "client/lib/io_piece.h"
 #include "client/lib/job_id.h"
 #include "client/lib/oss_pool.h"
+#include "common/ec/rs_codec.h"
 #include "common/layout/stripe.h"
 #include "common/log.h"
 #include "common/rpc/rpc.h"
@@ -21,53 +23,6 @@
 namespace sfs::client {
 
 using Clock = std::chrono::steady_clock;
-
-struct Striper::Piece {
-  enum class Op { kRead, kWrite, kTruncate, kStat, kSync, kWriteV, kCustom };
-  Op op = Op::kRead;
-  uint32_t ost = 0;
-  uint64_t oid = 0;
-  uint64_t offset = 0;       // read/write: object offset; truncate: new object size
-  uint64_t length = 0;       // read/write
-  uint64_t file_offset = 0;  // read/write: where in the file (to place the buffer span)
-  std::span<const uint8_t> out;
-  std::span<uint8_t> in;
-  uint64_t xid = 0;  // the same on every retry, so the OSS can de-duplicate
-  std::shared_ptr<rpc::PendingCall> call;
-  rpc::Channel* channel = nullptr;
-  FenceEpoch* fence = nullptr;  // the write fence epoch of channel's OSS (fence_epoch.h)
-  uint64_t epoch = 0;           // the fence epoch this call carries (mutating ops)
-  bool fenced = false;          // ESTALE + fenced: refused unapplied, send again with the epoch now
-  Status status;
-  bool transport_error = false;
-  bool destroyed = false;  // ESTALE: the OSS destroyed the object (a stale layout)
-  uint64_t blocks = 0;  // stat result
-  bool oss_verifies = false;  // read: asked again after a bad crc; the OSS checks the bytes
-  // kWriteV: the extents (their data back to back in `gathered`, which `out`
-  // spans), each with the batch's write pieces it carries and its status.
-  struct Extent {
-    uint64_t oid = 0;
-    uint64_t offset = 0;
-    uint64_t length = 0;
-    uint64_t skip = 0;  // padding before its data in `gathered`
-    std::vector<size_t> members;
-    Status status;
-  };
-  std::vector<Extent> extents;
-  std::vector<uint8_t> gathered;
-  ObjectCall* custom = nullptr;  // kCustom: the call it runs
-  // Capability tokens sent with it, each with its layout's inode; renewed
-  // at most once per call (Striper::Renew).
-  std::vector<std::pair<uint64_t, std::string>> caps;
-  bool renewed = false;
-  // Mirrored layouts: the piece's stripe, which copy of it, and the caller's
-  // piece it is a copy of (Striper::FanOut).
-  uint32_t stripe = 0;
-  uint32_t copy = 0;
-  size_t group = 0;
-  std::chrono::milliseconds timeout{0};  // this call's, if not 0 (a read with copies left)
-  bool fail_fast = false;  // another copy can stand in: CallOptions::fail_fast
-};
 
 namespace {
 
@@ -184,6 +139,8 @@ std::vector<Piece> PerObject(const LayoutSpec& l, Piece::Op op) {
   return out;
 }
 
+}  // namespace
+
 // A copy's failure that another copy may stand in for: its OSS did not
 // answer, does not serve the OST, or failed the I/O. Not a destroyed object
 // (a stale layout: every copy is gone) nor a refusal of the request itself.
@@ -192,6 +149,8 @@ bool CopyFailed(const Piece& p) {
   if (p.transport_error) return p.status.code() != EPROTO && p.status.code() != EMSGSIZE;
   return p.status.code() == ESTALE || p.status.code() == EIO;
 }
+
+namespace {
 
 // How long an OST that failed a call is tried last among a stripe's copies.
 constexpr auto kSuspectFor = std::chrono::seconds(10);
@@ -285,6 +244,8 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
   if (p.op == Piece::Op::kCustom && p.custom->on_reply) p.custom->on_reply(r);
 }
 
+}  // namespace
+
 // The first failing piece in order; transport trouble and stale OSTs become
 // EIO. A destroyed object stays ESTALE, as NFS reports a file removed by
 // another client: the application's handle is stale, not its disk failing,
@@ -301,6 +262,8 @@ Status FirstError(std::span<const Piece> pieces) {
   }
   return Status::Ok();
 }
+
+namespace {
 
 // Write calls for a batch's write pieces (GroupWrites).
 struct GroupedWrites {
@@ -384,12 +347,14 @@ GroupedWrites GroupWrites(const std::vector<Piece>& pieces,
           v->length + pieces[i].length > kMaxVectorBytes) {
         g.calls.emplace_back().op = Piece::Op::kWriteV;
         g.calls.back().ost = ost;
+        g.calls.back().fail_fast = true;  // unless a member may not (below)
         g.piece_of.push_back(GroupedWrites::kVector);
         v = &g.calls.back();
         // Room for the data and some padding at once: no copy on growth.
         v->gathered.reserve(std::min(left, kMaxVectorBytes) + 16 * kPage);
       }
       AppendExtent(*v, pieces[i], i);
+      v->fail_fast = v->fail_fast && pieces[i].fail_fast;
       left -= pieces[i].length;
     }
   }
@@ -568,6 +533,7 @@ bool Striper::Renew(const std::vector<Piece*>& pieces) {
 
 Status Striper::Read(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf) {
   if (buf.empty()) return Status::Ok();
+  if (l.IsEc()) return ReadEc(l, off, buf);
   SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
   std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kRead, off, buf.size());
   for (Piece& p : pieces) p.in = buf.subspan(p.file_offset - off, p.length);
@@ -577,6 +543,7 @@ Status Striper::Read(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf) 
 
 Status Striper::Write(const LayoutSpec& l, uint64_t off, std::span<const uint8_t> buf) {
   if (buf.empty()) return Status::Ok();
+  if (l.IsEc()) return WriteEc(l, off, buf);
   SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
   std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kWrite, off, buf.size());
   for (Piece& p : pieces) p.out = buf.subspan(p.file_offset - off, p.length);
@@ -589,10 +556,15 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
   std::vector<size_t> first(writes.size() + 1, 0);  // writes[i]'s pieces start at first[i]
   std::vector<bool> split(writes.size(), false);
   std::vector<std::vector<Status>> groups(writes.size());  // mirrored writes: per piece
+  std::vector<size_t> ec;  // erasure-coded writes
   for (size_t i = 0; i < writes.size(); ++i) {
     BatchWrite& w = writes[i];
     first[i] = pieces.size();
     if (w.buf.empty()) continue;
+    if (w.layout->IsEc()) {
+      ec.push_back(i);  // its own rows' read-modify-write and encoding: after the others
+      continue;
+    }
     Result<layout::Geometry> g = GeometryOf(*w.layout);
     if (!g.ok()) {
       w.status = g.status();
@@ -628,6 +600,7 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
       writes[i].status = Write(*writes[i].layout, writes[i].off, writes[i].buf);
     }
   }
+  for (size_t i : ec) writes[i].status = WriteEc(*writes[i].layout, writes[i].off, writes[i].buf);
 }
 
 void Striper::RunWrites(std::vector<Piece>& pieces) {
@@ -673,6 +646,7 @@ void Striper::NoteNoVector(const Piece& call) {
 }
 
 Status Striper::Truncate(const LayoutSpec& l, uint64_t size) {
+  if (l.IsEc()) return TruncateEc(l, size);
   SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
   std::vector<Piece> pieces = PerObject(l, Piece::Op::kTruncate);
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -683,6 +657,7 @@ Status Striper::Truncate(const LayoutSpec& l, uint64_t size) {
 }
 
 Status Striper::Sync(const LayoutSpec& l) {
+  if (l.IsEc()) return SyncEc(l);
   std::vector<Piece> pieces = PerObject(l, Piece::Op::kSync);
   if (l.Copies() > 1) return RunMirrored(l, pieces);
   return Run(pieces);
@@ -711,6 +686,7 @@ std::string Striper::AddressOf(uint32_t ost) const {
 }
 
 Result<uint64_t> Striper::Blocks(const LayoutSpec& l) {
+  if (l.IsEc()) return BlocksEc(l);
   std::vector<Piece> pieces = PerObject(l, Piece::Op::kStat);
   if (l.Copies() > 1) {
     // Each stripe's blocks from the first good copy that answers, times the

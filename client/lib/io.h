@@ -43,15 +43,31 @@
 // which may be older) and asks the MDS again (MirrorHooks::refresh) before it
 // gives up on a stripe with no good copy left.
 //
+// Erasure-coded layouts (LayoutSpec::IsEc; docs/redundancy.md, ec_io.cc):
+// a write encodes the rows it covers whole and writes their K+M chunks at
+// once, reading nothing; a row it covers in part is read-modify-written (the
+// old data bytes of the columns it touches read, the new laid over them,
+// parity of those columns encoded again), under a lock on the file's rows
+// taken in this Striper and then cluster-wide at the MDS
+// (MirrorHooks::row_lock), so that no two writers of any clients interleave
+// updates of one row. A read reads data chunks only;
+// a chunk whose OSS fails (or that is stale) is rebuilt from any K others of
+// its row within the same call. A write, truncate or sync that an object's
+// OSS missed marks that object stale at the MDS (as mirrors do) while at
+// most M objects of the file are stale; beyond that it fails with EIO.
+//
 // Thread safety: a Striper may be used by many threads at once; its state
 // (the OSSes that refused write_v, the copy states heard from the MDS and
 // the OSTs that failed lately) is under a mutex.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <span>
@@ -61,6 +77,14 @@
 
 #include "client/lib/client.h"
 #include "common/status.h"
+
+namespace sfs::ec {
+class RsCodec;
+struct Geometry;
+}  // namespace sfs::ec
+namespace sfs::client::ecplan {
+struct RowWrite;
+}  // namespace sfs::client::ecplan
 
 namespace sfs::proto {
 class OssRequest;
@@ -95,6 +119,12 @@ struct MirrorHooks {
       mark_stale;
   // The file's layout as the MDS has it now.
   std::function<Result<LayoutSpec>(uint64_t ino)> refresh;
+  // EC files: takes (lock) or releases the cluster-wide lock on bytes
+  // [start, end] of ino's rows for owner, waiting as long as it takes; so
+  // that two clients never read-modify-write one row at once. ENOLCK: the
+  // MDS grants no locks.
+  std::function<Status(uint64_t ino, uint64_t owner, uint64_t start, uint64_t end, bool lock)>
+      row_lock;
 };
 
 class Striper {
@@ -107,6 +137,7 @@ class Striper {
   // REQUIRES: pool outlives the Striper. next_xid is thread-safe.
   Striper(OssPool* pool, uint64_t client_id, std::function<uint64_t()> next_xid,
           std::chrono::milliseconds timeout);
+  ~Striper();
 
   // Fills all of buf with the file's bytes at [off, off + buf.size()); holes
   // and bytes past the objects' ends read as zeros.
@@ -173,6 +204,39 @@ class Striper {
   void UseRenewed(const std::vector<Piece*>& pieces);
   bool Renew(const std::vector<Piece*>& pieces);
   Status RunMirrored(const LayoutSpec& l, std::vector<Piece>& pieces);
+  // Erasure-coded layouts (ec_io.cc).
+  struct ChunkRead;  // columns of one chunk of one row, into a buffer
+  Status ReadEc(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf);
+  Status WriteEc(const LayoutSpec& l, uint64_t off, std::span<const uint8_t> buf);
+  Status TruncateEc(const LayoutSpec& l, uint64_t size);
+  // TruncateEc's work, under its locks.
+  Status CutEc(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
+               uint64_t size);
+  Status SyncEc(const LayoutSpec& l);
+  Result<uint64_t> BlocksEc(const LayoutSpec& l);
+  Result<const ec::RsCodec*> CodecOf(const LayoutSpec& l);
+  // Fills every read, rebuilding from other chunks what cannot be read.
+  Status ReadChunks(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
+                    std::vector<ChunkRead>& reads);
+  // Rebuilds the lost reads from K other chunks of their rows each, using
+  // the call's reads that are not lost as sources where they cover the bytes.
+  Status RebuildChunks(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
+                       std::vector<ChunkRead>& reads, std::vector<ChunkRead*> lost,
+                       std::vector<uint32_t>* bad);
+  Status WriteRows(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,
+                   std::span<const ecplan::RowWrite> rows, std::span<const uint8_t> buf);
+  // Runs mutating pieces on EC objects (Piece::stripe = object index) and
+  // marks those whose OSS missed them stale, or fails if that would leave
+  // more than M objects stale.
+  Status RunEcMutation(const LayoutSpec& l, std::vector<Piece>& pieces, bool batched);
+  // The file's rows [first, end) locked against this Striper's other EC
+  // writers (RMW of a row must see no other write of it half done).
+  void LockRows(const LayoutSpec& l, uint64_t first, uint64_t end);
+  void UnlockRows(const LayoutSpec& l, uint64_t first, uint64_t end);
+  // The cluster-wide lock on the same rows (MirrorHooks::row_lock), taken
+  // after LockRows; a no-op without the hook, an inode or an MDS with locks.
+  Status LockClusterRows(const LayoutSpec& l, uint64_t owner, uint64_t first, uint64_t end,
+                         bool lock);
   void NoteFailed(uint32_t ost);
   bool RecentlyFailed(uint32_t ost) const;
   // False once the OSS now serving ost has refused write_v.
@@ -189,6 +253,15 @@ class Striper {
   std::map<std::pair<uint32_t, uint64_t>, bool> states_;
   std::map<uint32_t, std::chrono::steady_clock::time_point> failed_;  // GUARDED_BY(mu_)
   MirrorHooks hooks_;
+  // GUARDED_BY(mu_): (K, M) -> codec; codecs live as long as the Striper.
+  std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
+  // Row locks of EC files: (OST, oid) of a file's first object -> rows held.
+  std::mutex rows_mu_;
+  std::condition_variable rows_cv_;
+  // GUARDED_BY(rows_mu_)
+  std::multimap<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>> rows_held_;
+  std::atomic<uint64_t> row_owners_{0};       // owners of cluster row locks: one per write
+  std::atomic<bool> no_cluster_locks_{false};  // the MDS answered ENOLCK
   // GUARDED_BY(mu_): ino -> (token that an OSS refused, the one that replaced it).
   std::map<uint64_t, std::pair<std::string, std::string>> renewed_;
 };

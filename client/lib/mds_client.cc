@@ -47,6 +47,8 @@ void ToProto(const LayoutSpec& l, proto::Layout* p) {
   p->set_start_ost(l.start_ost);
   p->set_pool(l.pool);
   p->set_mirror_count(l.mirror_count);
+  p->set_ec_data(l.ec_data);
+  p->set_ec_parity(l.ec_parity);
   for (const StripeObject& o : l.objects) {
     proto::StripeObject* po = p->add_objects();
     po->set_ost(o.ost);
@@ -65,6 +67,8 @@ LayoutSpec FromProto(const proto::Layout& p, bool inherited) {
   l.inherited = inherited;
   l.objects.reserve(p.objects_size());
   l.mirror_count = p.mirror_count();
+  l.ec_data = p.ec_data();
+  l.ec_parity = p.ec_parity();
   l.capability = p.capability();
   for (const proto::StripeObject& po : p.objects()) {
     l.objects.push_back({po.ost(), po.oid(), po.mirror(), po.state() != proto::OBJECT_OK});
@@ -365,6 +369,7 @@ Result<LockSpec> MdsClient::Lock(const LockArgs& a, std::chrono::milliseconds wa
   l->set_reclaim(a.reclaim);
   l->set_test(a.test);
   l->set_cancel(a.cancel);
+  l->set_ec_rows(a.ec_rows);
   proto::MdsResponse resp;
   // A wait is held by the MDS: the deadline covers it, and the channel lets
   // other callers read replies meanwhile.

@@ -71,6 +71,7 @@ struct LockArgs {
   bool reclaim = false;
   bool test = false;
   bool cancel = false;
+  bool ec_rows = false;  // libsfs's own lock over EC rows (LockReq.ec_rows)
 };
 
 enum class PoolOp { kList, kCreate, kAdd, kRemove, kDestroy };

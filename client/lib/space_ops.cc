@@ -189,9 +189,10 @@ Status CopyObjects(Striper& s, const LayoutSpec& from, uint64_t in_off, const La
                    uint64_t out_off, uint64_t len) {
   SFS_ASSIGN_OR_RETURN(layout::Geometry gi, GeometryOf(from));
   SFS_ASSIGN_OR_RETURN(layout::Geometry go, GeometryOf(to));
-  if (from.Copies() > 1 || to.Copies() > 1) {
-    // Mirrored: through this client, so that the Striper's fan-out, fail-over
-    // and stale marking apply (a server-side copy knows of one copy only).
+  if (from.Copies() > 1 || to.Copies() > 1 || from.IsEc() || to.IsEc()) {
+    // Mirrored or erasure-coded: through this client, so that the Striper's
+    // fan-out, fail-over, parity and stale marking apply (a server-side copy
+    // knows of one object only).
     std::vector<uint8_t> buf;
     for (uint64_t done = 0; done < len;) {
       buf.resize(std::min<uint64_t>(len - done, 4 << 20));

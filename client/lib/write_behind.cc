@@ -109,7 +109,7 @@ namespace {
 // The OST all of a write's stripe units go to, or -1 if they go to several
 // (a file of one stripe, or of several on one OST, has one for every write).
 int64_t SingleOst(const LayoutSpec& l, uint64_t off, uint64_t len) {
-  if (l.stripe_size == 0 || l.objects.empty() || len == 0 || l.Copies() > 1) return -1;
+  if (l.stripe_size == 0 || l.objects.empty() || len == 0 || l.Copies() > 1 || l.IsEc()) return -1;
   const uint64_t n = l.objects.size();
   const uint64_t first = off / l.stripe_size, last = (off + len - 1) / l.stripe_size;
   const uint32_t ost = l.objects[first % n].ost;

@@ -128,7 +128,8 @@ class Client : public std::enable_shared_from_this<Client> {
   void Rename(const py::object& src, const py::object& dst);
   void Truncate(const py::object& path, uint64_t size);
   void Setstripe(const py::object& path, int32_t count, uint64_t size, const std::string& pool,
-                 int32_t start_ost, uint32_t mirror_count);
+                 int32_t start_ost, uint32_t mirror_count,
+                 uint32_t ec_data, uint32_t ec_parity);
   py::dict Getstripe(const py::object& path);
   py::list Osts();
   void Close();

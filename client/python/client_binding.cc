@@ -94,6 +94,8 @@ py::dict LayoutDict(const client::LayoutSpec& l) {
   d["stripe_offset"] = l.objects.empty() ? l.start_ost : static_cast<int32_t>(l.objects[0].ost);
   d["pool"] = l.pool;
   d["mirror_count"] = l.mirror_count;
+  d["ec_data"] = l.ec_data;
+  d["ec_parity"] = l.ec_parity;
   d["inherited"] = l.inherited;
   d["objects"] = objects;
   return d;
@@ -278,7 +280,8 @@ void Client::Truncate(const py::object& path_obj, uint64_t size) {
 }
 
 void Client::Setstripe(const py::object& path_obj, int32_t count, uint64_t size,
-                       const std::string& pool, int32_t start_ost, uint32_t mirror_count) {
+                       const std::string& pool, int32_t start_ost, uint32_t mirror_count,
+                       uint32_t ec_data, uint32_t ec_parity) {
   std::string path = PathArg(path_obj);
   if (count < -1) throw py::value_error("count must be -1 (all OSTs), 0 (inherit) or more");
   client::LayoutSpec spec;
@@ -287,6 +290,9 @@ void Client::Setstripe(const py::object& path_obj, int32_t count, uint64_t size,
   spec.pool = pool;
   spec.start_ost = start_ost;
   spec.mirror_count = mirror_count;
+  if ((ec_data == 0) != (ec_parity == 0)) throw py::value_error("ec_data and ec_parity go together");
+  spec.ec_data = ec_data;
+  spec.ec_parity = ec_parity;
   auto c = Conn();
   std::optional<client::Attr> a;
   try {

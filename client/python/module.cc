@@ -111,9 +111,11 @@ void BindClient(py::module_& m) {
       .def("truncate", &Client::Truncate, py::arg("path"), py::arg("size"))
       .def("setstripe", &Client::Setstripe, py::arg("path"), py::kw_only(),
            py::arg("count") = 0, py::arg("size") = 0, py::arg("pool") = "",
-           py::arg("start_ost") = -1, py::arg("mirror_count") = 0,
+           py::arg("start_ost") = -1, py::arg("mirror_count") = 0, py::arg("ec_data") = 0,
+           py::arg("ec_parity") = 0,
            "As `sfs setstripe`: a directory's default layout, an empty file's layout, or a new "
-           "empty file with it. count -1 = all OSTs, 0 = inherit.")
+           "empty file with it. count -1 = all OSTs, 0 = inherit; ec_data/ec_parity K, M "
+           "erasure-code it (as --ec K+M).")
       .def("getstripe", &Client::Getstripe, py::arg("path"))
       .def("osts", &Client::Osts, "The OSTs the MDS knows, with their state.")
       .def("close", &Client::Close)

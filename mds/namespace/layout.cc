@@ -29,6 +29,16 @@
 // as evenly as the stripes do. N larger than the OSTs up (or the pool's) is
 // EINVAL at setstripe and at create; changing N on a file with data is
 // EINVAL (the copies would not hold the data).
+//
+// Erasure codes: ec_data K and ec_parity M (both 0 = not erasure-coded) make
+// a file of K+M objects on K+M distinct OSTs (stripe_count is K+M), written
+// by the client as rows of K data chunks of stripe_size bytes plus M
+// Reed-Solomon parity chunks, parity rotating over the objects
+// (common/ec/ec_geometry.h, docs/redundancy.md). EC excludes mirrors; a
+// later mirror_count or stripe_count without EC (e.g. -N 1 or -c 4 on a
+// subdirectory of an EC directory) turns EC off, and a later EC turns
+// mirrors off. K+M larger than the OSTs up (or the pool's) is EINVAL, as is
+// making a file with data erasure-coded (sfs migrate does that).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -45,6 +55,7 @@ constexpr uint64_t kMaxStripeSize = uint64_t{4} << 30;
 constexpr int32_t kMaxStripeCount = 2000;
 constexpr int kMaxDepth = 4096;
 constexpr uint32_t kMaxMirrors = 3;
+constexpr uint32_t kMaxEcChunks = 32;  // common/ec/rs_codec.h kMaxChunks
 
 proto::Layout RootDefault() {
   proto::Layout l;
@@ -56,8 +67,10 @@ proto::Layout RootDefault() {
 
 bool SetsAnything(const proto::Layout& l) {
   return l.stripe_size() != 0 || l.stripe_count() != 0 || !l.pool().empty() ||
-         l.mirror_count() != 0;
+         l.mirror_count() != 0 || l.ec_data() != 0;
 }
+
+uint32_t EcWidth(const proto::Layout& l) { return l.ec_data() + l.ec_parity(); }
 
 // want's non-zero fields over base's.
 proto::Layout Merge(const proto::Layout& want, const proto::Layout& base) {
@@ -68,6 +81,15 @@ proto::Layout Merge(const proto::Layout& want, const proto::Layout& base) {
   if (want.stripe_count() != 0) l.set_stripe_count(want.stripe_count());
   if (!want.pool().empty()) l.set_pool(want.pool());
   if (want.mirror_count() != 0) l.set_mirror_count(want.mirror_count());
+  if (want.ec_data() != 0) {
+    l.set_ec_data(want.ec_data());
+    l.set_ec_parity(want.ec_parity());
+    l.clear_mirror_count();
+  } else if (want.mirror_count() != 0 || want.stripe_count() != 0) {
+    l.clear_ec_data();  // plain or mirrored striping asked for: no EC
+    l.clear_ec_parity();
+  }
+  if (l.ec_data() != 0) l.set_stripe_count(static_cast<int32_t>(EcWidth(l)));
   l.set_start_ost(want.start_ost());
   return l;
 }
@@ -101,9 +123,7 @@ Status Namespace::ValidateLayout(const proto::Layout& l, bool for_setstripe) con
   if (l.mirror_count() > kMaxMirrors) {
     return Status::Errno(EINVAL, "mirror_count must be 1, 2 or 3");
   }
-  if (l.ec_data() != 0 || l.ec_parity() != 0) {
-    return Status::Errno(EINVAL, "erasure-coded layouts are not supported yet");
-  }
+  SFS_RETURN_IF_ERROR(ValidateEc(l));
   if (!for_setstripe) return Status::Ok();
   if (count > 0 && static_cast<size_t>(count) > osts_->UpCount()) {
     return Status::Errno(EINVAL, "stripe_count exceeds the OSTs up");
@@ -113,10 +133,32 @@ Status Namespace::ValidateLayout(const proto::Layout& l, bool for_setstripe) con
                                      " exceeds the " + std::to_string(osts_->UpCount()) +
                                      " OSTs up (each copy needs its own OST)");
   }
+  if (l.ec_data() != 0 && EcWidth(l) > osts_->UpCount()) {
+    return Status::Errno(EINVAL, "EC " + std::to_string(l.ec_data()) + "+" +
+                                     std::to_string(l.ec_parity()) + " needs " +
+                                     std::to_string(EcWidth(l)) + " OSTs, " +
+                                     std::to_string(osts_->UpCount()) + " are up");
+  }
   if (l.start_ost() >= 0 && static_cast<size_t>(l.start_ost()) >= osts_->KnownCount()) {
     return Status::Errno(EINVAL, "no such OST");
   }
   return l.pool().empty() ? Status::Ok() : ValidatePool(l);
+}
+
+Status Namespace::ValidateEc(const proto::Layout& l) const {
+  if (l.ec_data() == 0 && l.ec_parity() == 0) return Status::Ok();
+  if (l.ec_data() < 1 || l.ec_parity() < 1 || EcWidth(l) > kMaxEcChunks) {
+    return Status::Errno(EINVAL, "EC " + std::to_string(l.ec_data()) + "+" +
+                                     std::to_string(l.ec_parity()) +
+                                     ": need K >= 1, M >= 1, K+M <= 32");
+  }
+  if (l.mirror_count() > 1) {
+    return Status::Errno(EINVAL, "a layout is mirrored or erasure-coded, not both");
+  }
+  if (l.stripe_count() != 0 && l.stripe_count() != static_cast<int32_t>(EcWidth(l))) {
+    return Status::Errno(EINVAL, "an EC K+M layout has K+M stripes");
+  }
+  return Status::Ok();
 }
 
 Status Namespace::ValidatePool(const proto::Layout& l) const {
@@ -132,6 +174,12 @@ Status Namespace::ValidatePool(const proto::Layout& l) const {
     return Status::Errno(EINVAL, "mirror_count " + std::to_string(l.mirror_count()) +
                                      " exceeds the " + std::to_string(up) + " OSTs up in pool '" +
                                      l.pool() + "'");
+  }
+  if (l.ec_data() != 0 && EcWidth(l) > up) {
+    return Status::Errno(EINVAL, "EC " + std::to_string(l.ec_data()) + "+" +
+                                     std::to_string(l.ec_parity()) + " needs " +
+                                     std::to_string(EcWidth(l)) + " OSTs, " + std::to_string(up) +
+                                     " are up in pool '" + l.pool() + "'");
   }
   if (l.start_ost() >= 0 &&
       std::find(members.begin(), members.end(), static_cast<uint32_t>(l.start_ost())) ==
@@ -166,6 +214,13 @@ Result<proto::Layout> Namespace::AllocateLayout(const proto::Layout& want,
   std::vector<uint32_t> picks =
       osts_->Pick(l.stripe_count(), l.start_ost(), allowed ? &*allowed : nullptr);
   if (picks.empty()) return Status::Errno(ENOSPC, "no OSTs registered");
+  if (l.ec_data() != 0 && picks.size() != EcWidth(l)) {
+    // Every chunk of a row on its own OST, or one lost OST could take two.
+    return Status::Errno(EINVAL, "EC " + std::to_string(l.ec_data()) + "+" +
+                                     std::to_string(l.ec_parity()) + " needs " +
+                                     std::to_string(EcWidth(l)) + " OSTs, " +
+                                     std::to_string(picks.size()) + " are available");
+  }
   const uint32_t mirrors = std::max<uint32_t>(l.mirror_count(), 1);
   std::vector<uint32_t> ring;
   if (mirrors > 1) ring = osts_->Pick(-1, -1, allowed ? &*allowed : nullptr);
@@ -247,6 +302,10 @@ Status Namespace::SetLayout(const OpCtx& ctx, const proto::SetLayoutReq& req) {
                 std::max<uint32_t>(node->layout().mirror_count(), 1)) {
           return Status::Errno(EINVAL, "cannot change the mirror count of a file with data");
         }
+        if (node->attr().size() > 0 && req.layout().ec_data() != 0) {
+          return Status::Errno(EINVAL,
+                               "cannot make a file with data erasure-coded; use sfs migrate");
+        }
         if (node->attr().size() > 0) return Status::Errno(EBUSY, "file has data");
         SFS_ASSIGN_OR_RETURN(proto::Layout fresh, AllocateLayout(req.layout(), node->layout()));
         EnqueueDestroy(txn, node->layout());
@@ -268,7 +327,8 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
     SFS_ASSIGN_OR_RETURN(proto::InodeRec * node, txn.Inode(req.ino()));
     if (!S_ISREG(node->attr().mode())) return Status::Errno(EINVAL, "not a regular file");
     proto::Layout* l = node->mutable_layout();
-    if (l->mirror_count() < 2) return Status::Errno(EINVAL, "file is not mirrored");
+    const bool ec = l->ec_data() != 0;
+    if (l->mirror_count() < 2 && !ec) return Status::Errno(EINVAL, "file is not mirrored");
     if (req.state() == proto::OBJECT_OK && !OwnerOrRoot(ctx.cred, node->attr())) {
       return Status::Errno(EPERM, "not the owner");
     }
@@ -290,7 +350,19 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
         return Status::Errno(ESTALE, "object " + std::to_string(want.oid()) + " on OST " +
                                          std::to_string(want.ost()) + " is not in the layout");
       }
-      if (req.state() == proto::OBJECT_STALE) {
+      if (ec) {
+        // Never more than M chunk objects stale: any K must still give the rows.
+        int stale = 0;
+        for (const proto::StripeObject& o : l->objects()) stale += o.state() != proto::OBJECT_OK;
+        if (req.state() == proto::OBJECT_STALE && l->objects(found).state() == proto::OBJECT_OK &&
+            stale + 1 > static_cast<int>(l->ec_parity())) {
+          return Status::Errno(EIO, "object " + std::to_string(want.oid()) + " on OST " +
+                                        std::to_string(want.ost()) + ": EC " +
+                                        std::to_string(l->ec_data()) + "+" +
+                                        std::to_string(l->ec_parity()) + " has " +
+                                        std::to_string(stale) + " stale chunk objects already");
+        }
+      } else if (req.state() == proto::OBJECT_STALE) {
         // Never the last good copy of a stripe: that would lose the stripe.
         int good = 0;
         for (int i = found % stripes; i < l->objects_size(); i += stripes) {
@@ -308,7 +380,10 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
       }
     }
     *out->mutable_layout() = *l;
-    if (changed && req.state() == proto::OBJECT_STALE) {
+    // EC chunks are not resynced by copying (that needs a rebuild from the
+    // other chunks, not built yet): they stay stale and are reconstructed on
+    // read, so they do not go on the mirror resync list.
+    if (changed && req.state() == proto::OBJECT_STALE && !ec) {
       // Durably on the resync's list with the stale mark itself, so that an
       // MDS restart resyncs it too (Start loads the W keys).
       const uint64_t ino = req.ino();

@@ -241,6 +241,7 @@ class Namespace {
   Result<proto::Layout> EffectiveDefault(uint64_t dir_ino, bool* inherited);
   Status ValidateLayout(const proto::Layout& l, bool for_setstripe) const;
   Status ValidatePool(const proto::Layout& l) const;
+  Status ValidateEc(const proto::Layout& l) const;
   Result<std::optional<std::vector<uint32_t>>> AllowedOsts(proto::Layout* l, bool explicit_pool);
   // want's non-zero fields override base's; objects are allocated afresh.
   Result<proto::Layout> AllocateLayout(const proto::Layout& want, const proto::Layout& base);

@@ -17,11 +17,14 @@ using proto::MdsResponse;
 // The most a client may ask the MDS to hold a wait before it answers
 // EINPROGRESS (the client asks again): below any sane RPC deadline.
 constexpr uint32_t kMaxWaitMs = 10000;
+// EC row locks (LockReq.ec_rows) are keyed apart from the inode's fcntl
+// locks by this bit: inode numbers never reach it.
+constexpr uint64_t kEcRowSpace = uint64_t{1} << 63;
 
 LockRequest RequestOf(const MdsRequest& r) {
   const proto::LockReq& l = r.lock();
   LockRequest q;
-  q.ino = l.ino();
+  q.ino = l.ec_rows() ? l.ino() | kEcRowSpace : l.ino();
   q.flock = l.flock();
   q.owner = {r.client_id(), l.owner()};
   q.pid = l.pid();
@@ -35,6 +38,9 @@ LockRequest RequestOf(const MdsRequest& r) {
 Status Validate(const proto::LockReq& l) {
   if (l.type() > lock::kUnlock) return Status(EINVAL, "bad lock type");
   if (l.start() > l.end()) return Status(EINVAL, "lock range ends before it starts");
+  if (l.ec_rows() && (l.flock() || l.ino() >= kEcRowSpace)) {
+    return Status(EINVAL, "bad EC row lock");
+  }
   if (l.flock() && (l.start() != 0 || l.end() != lock::kLockEof)) {
     return Status(EINVAL, "a flock lock covers the whole file");
   }
@@ -78,7 +84,7 @@ void MdsService::Lock(const MdsRequest& r, rpc::ReplyFn done) {
   // A lock on an inode that is gone: ESTALE, as for any op on it. Unlocks
   // always go through (a removed file's locks must still be freed).
   if (q.range.type != lock::kUnlock) {
-    if (auto a = ns_->GetAttr(q.ino); !a.ok()) return reply(a.status(), nullptr);
+    if (auto a = ns_->GetAttr(l.ino()); !a.ok()) return reply(a.status(), nullptr);
   }
   if (l.test()) {
     std::optional<LockHolder> h = locks_->Test(q);
@@ -87,7 +93,7 @@ void MdsService::Lock(const MdsRequest& r, rpc::ReplyFn done) {
   // A grant carries the size the file has now, read when it is granted (a
   // waiter's grant comes after the previous holder reported its writes).
   const bool grant = q.range.type != lock::kUnlock;
-  locks_->Set(q, [reply = std::move(reply), ns = ns_, ino = q.ino, grant](Status st) {
+  locks_->Set(q, [reply = std::move(reply), ns = ns_, ino = l.ino(), grant](Status st) {
     std::optional<uint64_t> size;
     if (st.ok() && grant) {
       if (auto a = ns->GetAttr(ino); a.ok()) size = a->size();

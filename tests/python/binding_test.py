@@ -150,6 +150,32 @@ def pattern(n, seed):
     return random.Random(seed).randbytes(n)
 
 
+class ErasureCodedFileTest(unittest.TestCase):
+    """An EC 2+1 file (setstripe ec_data/ec_parity): libsfs encodes it, whole
+    rows and read-modify-written partial ones, and reads it back."""
+
+    def test_unaligned_writes_read_back_and_the_layout_says_ec(self):
+        FS.mkdir("/ec")
+        FS.setstripe("/ec", size=STRIPE, ec_data=2, ec_parity=1)
+        path = "/ec/data"
+        data = bytearray(pattern(5 * 2 * STRIPE + 777, 2))
+        with FS.open(path, "wb") as f:
+            f.write(bytes(data))
+        with FS.open(path, "r+b") as f:  # read-modify-write inside rows
+            for off, n in ((100, 5000), (STRIPE - 10, 70000), (len(data) - 3, 3)):
+                patch = pattern(n, off)
+                f.seek(off)
+                f.write(patch)
+                data[off:off + n] = patch
+        layout = FS.getstripe(path)
+        self.assertEqual((layout["ec_data"], layout["ec_parity"]), (2, 1))
+        self.assertEqual(len({o["ost"] for o in layout["objects"]}), 3)
+        with FS.open(path) as f:
+            self.assertEqual(f.read(), bytes(data))
+        with self.assertRaises(ValueError):
+            FS.setstripe("/ec/half", ec_data=2)
+
+
 class StripedFileTest(unittest.TestCase):
     """One file striped 4 wide, written once, read back many ways."""
 

@@ -197,6 +197,12 @@ void Checker::CheckMissingObjects(const std::set<uint32_t>& checked) {
     const int copies = std::max<int>(static_cast<int>(l.mirror_count()), 1);
     const int stripes = std::max(l.objects_size() / copies, 1);
     uint64_t stripe = (rec.attr().size() - 1) / l.stripe_size();
+    if (l.ec_data() > 0) {
+      // Erasure-coded: data chunk c of row r is on object (c + r) mod (K+M)
+      // (common/ec/ec_geometry.h).
+      const uint64_t row = stripe / l.ec_data(), chunk = stripe % l.ec_data();
+      stripe = (chunk + row) % static_cast<uint64_t>(stripes);
+    }
     for (int m = 0; m < copies; ++m) {
       const int at = m * stripes + static_cast<int>(stripe % static_cast<uint64_t>(stripes));
       if (at >= l.objects_size()) break;

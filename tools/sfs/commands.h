@@ -25,6 +25,9 @@ int RunKey(int argc, char** argv);    // key.cc: generate/check the cluster key
 
 // Shared by the commands: prints "sfs CMD: what: reason" and returns 1.
 int Fail(const std::string& cmd, const std::string& what, const Status& st);
+// Parses --ec's "K+M" (K >= 1, M >= 1, K+M <= 32) into spec; false (after a
+// one-line "sfs CMD: bad EC geometry" on stderr) otherwise.
+bool ParseEc(const char* cmd, const char* arg, client::LayoutSpec* spec);
 // Parses --mds/--json (also accepted after the subcommand).
 bool ParseGlobal(int opt, const char* arg, GlobalOptions* g);
 

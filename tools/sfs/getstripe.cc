@@ -23,12 +23,14 @@ constexpr const char* kHelp =
     "  -d, --directory    show a directory itself, not its entries (the default without -r)\n"
     "  -r, --recursive    walk directories and show every file and directory below\n"
     "      --json         one JSON object per line: {\"path\",\"type\",\"stripe_count\",\n"
-    "                     \"stripe_size\",\"stripe_offset\",\"pool\",\"mirror_count\",\"inherited\",\n"
+    "                     \"stripe_size\",\"stripe_offset\",\"pool\",\"mirror_count\",\"ec_data\",\n"
+    "                     \"ec_parity\",\"inherited\",\n"
     "                     \"objects\":[{\"ost\",\"oid\",\"mirror\",\"state\"}]}\n"
     "\n"
     "A mirrored file (mirror_count 2 or 3) lists every copy of every stripe, each with\n"
     "its state: ok, or stale (it missed writes while its OSS was away; 'sfs mirror\n"
-    "resync' brings it back).\n"
+    "resync' brings it back). An erasure-coded file (ec: K+M) lists its K+M objects\n"
+    "with their states: a stale one missed writes and is rebuilt from the others on read.\n"
     "      --mds HOST:PORT\n"
     "\n"
     "examples:\n"
@@ -54,8 +56,25 @@ void PrintText(const std::string& path, const client::Attr& a, const client::Lay
   if (l.mirror_count > 1 || (S_ISDIR(a.mode) && l.mirror_count != 0)) {
     os << "mirror_count:  " << l.mirror_count << "\n";
   }
+  if (l.IsEc()) os << "ec:            " << l.ec_data << "+" << l.ec_parity << "\n";
   if (S_ISDIR(a.mode)) {
     os << "layout:        " << (l.inherited ? "inherited" : "set on this directory") << "\n";
+  } else if (l.IsEc()) {
+    // Object i holds data chunk (i - row) mod K+M of each row, parity when
+    // that is >= K: every object carries both, so no object is "the parity".
+    size_t stale = 0;
+    for (const auto& o : l.objects) stale += o.stale ? 1 : 0;
+    os << "ec_state:      " << (stale == 0 ? "ok" : std::to_string(stale) + " stale of " +
+                                                         std::to_string(l.objects.size()))
+       << "\n";
+    os << "\tobject\tobdidx\t\t objid\tstate\n";
+    for (size_t i = 0; i < l.objects.size(); ++i) {
+      const auto& o = l.objects[i];
+      char line[96];
+      std::snprintf(line, sizeof(line), "\t%6zu\t%6u\t%#14llx\t%s\n", i, o.ost,
+                    static_cast<unsigned long long>(o.oid), o.stale ? "stale" : "ok");
+      os << line;
+    }
   } else if (l.Copies() > 1) {
     os << "\tmirror\tstripe\tobdidx\t\t objid\tstate\n";
     for (size_t i = 0; i < l.objects.size(); ++i) {
@@ -84,6 +103,7 @@ void PrintJson(const std::string& path, const client::Attr& a, const client::Lay
      << "\",\"ino\":" << a.ino << ",\"stripe_count\":" << l.stripe_count
      << ",\"stripe_size\":" << l.stripe_size << ",\"stripe_offset\":" << offset
      << ",\"pool\":" << JsonString(l.pool) << ",\"mirror_count\":" << l.mirror_count
+     << ",\"ec_data\":" << l.ec_data << ",\"ec_parity\":" << l.ec_parity
      << ",\"inherited\":" << (l.inherited ? "true" : "false") << ",\"objects\":[";
   for (size_t i = 0; i < l.objects.size(); ++i) {
     os << (i ? "," : "") << "{\"ost\":" << l.objects[i].ost << ",\"oid\":" << l.objects[i].oid

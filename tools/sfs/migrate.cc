@@ -14,7 +14,8 @@ namespace sfs::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: sfs migrate [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] [-v] [--json] FILE...\n"
+    "usage: sfs migrate [-c COUNT | --ec K+M] [-S SIZE] [-i START_OST] [-p POOL] [-v] [--json]\n"
+    "                   FILE...\n"
     "\n"
     "Restripes regular files that may hold data: new objects are allocated, the data is\n"
     "copied to them (holes stay holes), and the layout is switched atomically; the old\n"
@@ -27,6 +28,8 @@ constexpr const char* kHelp =
     "  -S, --stripe-size SIZE     bytes per stripe, K/M/G suffixes, a multiple of 64K\n"
     "  -i, --stripe-index I       OST of the first stripe (-1 = allocator's choice)\n"
     "  -p, --pool POOL            place stripes only on the OSTs of POOL\n"
+    "      --ec K+M               erasure-code it: K data + M parity chunks of SIZE per row\n"
+    "                             over K+M OSTs (see sfs setstripe); -c N makes it plain\n"
     "  -v, --verbose              print each file's new layout\n"
     "      --json                 one line per file: {\"path\",\"ino\",\"stripe_count\",\n"
     "                             \"stripe_size\",\"pool\",\"objects\":[{\"ost\",\"oid\"}]}\n"
@@ -50,6 +53,7 @@ int Parse(int argc, char** argv, Args* a) {
       {"stripe-index", required_argument, nullptr, 'i'}, {"pool", required_argument, nullptr, 'p'},
       {"verbose", no_argument, nullptr, 'v'},            {"json", no_argument, nullptr, 'J'},
       {"mds", required_argument, nullptr, 'M'},          {"help", no_argument, nullptr, 'h'},
+      {"ec", required_argument, nullptr, 'E'},
       {nullptr, 0, nullptr, 0}};
   optind = 1;
   int opt;
@@ -80,6 +84,9 @@ int Parse(int argc, char** argv, Args* a) {
         }
         break;
       case 'p': a->spec.pool = optarg; break;
+      case 'E':
+        if (!ParseEc("migrate", optarg, &a->spec)) return 2;
+        break;
       case 'v': a->verbose = true; break;
       case 'h': std::fputs(kHelp, stdout); return 0;
       default:
@@ -88,6 +95,10 @@ int Parse(int argc, char** argv, Args* a) {
           return 2;
         }
     }
+  }
+  if (a->spec.IsEc() && a->spec.stripe_count != 0) {
+    std::fprintf(stderr, "sfs migrate: --ec K+M stripes over K+M OSTs; drop -c\n");
+    return 2;
   }
   for (int i = optind; i < argc; ++i) a->paths.push_back(argv[i]);
   if (a->paths.empty()) {

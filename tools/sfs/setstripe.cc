@@ -13,7 +13,7 @@ namespace sfs::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: sfs setstripe [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] [-N COPIES] PATH\n"
+    "usage: sfs setstripe [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] [-N COPIES | --ec K+M] PATH\n"
     "       sfs setstripe -d DIR\n"
     "\n"
     "On a directory: set the default layout its new files and subdirectories inherit.\n"
@@ -27,6 +27,10 @@ constexpr const char* kHelp =
     "  -N, --mirror-count N       keep N copies (1, 2 or 3) of every stripe, each on\n"
     "                             its own OST: a lost OSS loses nothing (not on a file\n"
     "                             with data)\n"
+    "      --ec K+M               erasure-code: rows of K data chunks of SIZE bytes plus\n"
+    "                             M Reed-Solomon parity chunks over K+M OSTs (stripe count\n"
+    "                             K+M); any M OSSs may be lost. Small chunks (-S 64K..256K)\n"
+    "                             let 1 MiB writes cover whole rows (no read-back)\n"
     "  -d, --delete               remove DIR's default layout (inherit the parent's again)\n"
     "      --mds HOST:PORT        PATH is inside the file system served by this MDS\n"
     "\n"
@@ -34,6 +38,7 @@ constexpr const char* kHelp =
     "  sfs setstripe -c 4 -S 1M /mnt/sfs/checkpoints     # new files 4 wide, 1 MiB stripes\n"
     "  sfs setstripe -c -1 /mnt/sfs/datasets/big.bin     # new empty file over all OSTs\n"
     "  sfs setstripe -N 2 -c 2 /mnt/sfs/ckpt             # new files mirrored twice\n"
+    "  sfs setstripe --ec 4+2 -S 128K /mnt/sfs/ckpt      # new files erasure-coded 4+2\n"
     "  sfs setstripe -d /mnt/sfs/checkpoints             # back to the inherited default\n";
 
 struct Args {
@@ -49,7 +54,7 @@ int ParseArgs(int argc, char** argv, Args* a) {
       {"stripe-count", required_argument, nullptr, 'c'}, {"stripe-size", required_argument, nullptr, 'S'},
       {"stripe-index", required_argument, nullptr, 'i'}, {"pool", required_argument, nullptr, 'p'},
       {"delete", no_argument, nullptr, 'd'},             {"mds", required_argument, nullptr, 'M'},
-      {"mirror-count", required_argument, nullptr, 'N'},
+      {"mirror-count", required_argument, nullptr, 'N'}, {"ec", required_argument, nullptr, 'E'},
       {"help", no_argument, nullptr, 'h'},               {nullptr, 0, nullptr, 0}};
   optind = 1;
   int opt;
@@ -93,6 +98,10 @@ int ParseArgs(int argc, char** argv, Args* a) {
         a->any = true;
         break;
       }
+      case 'E':
+        if (!ParseEc("setstripe", optarg, &a->spec)) return 2;
+        a->any = true;
+        break;
       case 'd': a->remove = true; break;
       case 'h': std::fputs(kHelp, stdout); return 0;
       default:
@@ -101,6 +110,17 @@ int ParseArgs(int argc, char** argv, Args* a) {
           return 2;
         }
     }
+  }
+  if (a->spec.IsEc() && a->spec.mirror_count != 0) {
+    std::fprintf(stderr,
+                 "sfs setstripe: --ec and -N exclude each other (erasure-coded or mirrored)\n");
+    return 2;
+  }
+  const int32_t width = static_cast<int32_t>(a->spec.ec_data + a->spec.ec_parity);
+  if (a->spec.IsEc() && a->spec.stripe_count != 0 && a->spec.stripe_count != width) {
+    std::fprintf(stderr, "sfs setstripe: --ec %u+%u stripes over K+M = %d OSTs; drop -c\n",
+                 a->spec.ec_data, a->spec.ec_parity, width);
+    return 2;
   }
   if (optind + 1 != argc || (a->remove && a->any) || (!a->remove && !a->any)) {
     std::fputs(kHelp, stderr);
@@ -125,6 +145,12 @@ Status CheckAgainstPool(Target& t, const client::LayoutSpec& spec,
     return Status(EINVAL, "stripe count " + std::to_string(spec.stripe_count) + " exceeds the " +
                               std::to_string(up) + " OSTs up in pool '" + spec.pool + "'");
   }
+  const int32_t width = static_cast<int32_t>(spec.ec_data + spec.ec_parity);
+  if (spec.IsEc() && width > up) {
+    return Status(EINVAL, "EC " + std::to_string(spec.ec_data) + "+" +
+                              std::to_string(spec.ec_parity) + " needs " + std::to_string(width) +
+                              " OSTs, pool '" + spec.pool + "' has " + std::to_string(up) + " up");
+  }
   if (static_cast<int32_t>(spec.mirror_count) > up) {
     return Status(EINVAL, "mirror count " + std::to_string(spec.mirror_count) + " exceeds the " +
                               std::to_string(up) + " OSTs up in pool '" + spec.pool +
@@ -139,6 +165,12 @@ Status CheckAgainstOsts(Target& t, const client::LayoutSpec& spec) {
   if (spec.stripe_count > static_cast<int32_t>(osts.size())) {
     return Status(EINVAL, "stripe count " + std::to_string(spec.stripe_count) + " exceeds the " +
                               std::to_string(osts.size()) + " OSTs of the file system");
+  }
+  const size_t width = spec.ec_data + spec.ec_parity;
+  if (spec.IsEc() && width > osts.size()) {
+    return Status(EINVAL, "EC " + std::to_string(spec.ec_data) + "+" +
+                              std::to_string(spec.ec_parity) + " needs " + std::to_string(width) +
+                              " OSTs, the file system has " + std::to_string(osts.size()));
   }
   if (spec.mirror_count > osts.size()) {
     return Status(EINVAL, "mirror count " + std::to_string(spec.mirror_count) + " exceeds the " +
@@ -163,6 +195,13 @@ Status CreateWithLayout(Target& t, const std::string& path, const client::Layout
   return t.client().Close(f);
 }
 
+// An EC layout the file system cannot hold (EINVAL: too few OSTs, a file
+// with data) is bad input: exit 2, as a usage error. Other failures exit 1.
+int BadLayout(const Args& a, const Status& st) {
+  const int rc = Fail("setstripe", a.path, st);
+  return a.spec.IsEc() && st.code() == EINVAL ? 2 : rc;
+}
+
 }  // namespace
 
 int RunSetstripe(int argc, char** argv) {
@@ -173,7 +212,7 @@ int RunSetstripe(int argc, char** argv) {
   if (!t.ok()) return Fail("setstripe", a.path, t.status());
   Target& target = **t;
   Status st = a.remove ? Status::Ok() : CheckAgainstOsts(target, a.spec);
-  if (!st.ok()) return Fail("setstripe", a.path, st);
+  if (!st.ok()) return BadLayout(a, st);
   auto attr = target.Stat(a.path);
   if (!attr.ok() && attr.status().code() != ENOENT) return Fail("setstripe", a.path, attr.status());
   if (!attr.ok()) {
@@ -185,6 +224,8 @@ int RunSetstripe(int argc, char** argv) {
     st = Status(ENOTDIR, "-d applies to directories only");
   } else if (!S_ISREG(attr->mode)) {
     st = Status(EINVAL, "not a regular file or directory");
+  } else if (attr->size > 0 && a.spec.IsEc()) {
+    st = Status(EINVAL, "file has data; making it erasure-coded needs 'sfs migrate'");
   } else if (attr->size > 0 && a.spec.mirror_count != 0) {
     st = Status(EINVAL, "file has data; cannot change its mirror count");
   } else if (attr->size > 0) {
@@ -192,6 +233,7 @@ int RunSetstripe(int argc, char** argv) {
   } else {
     st = target.client().SetLayout(target.cred(), attr->ino, a.spec, false);
   }
+  if (!st.ok() && a.spec.IsEc()) return BadLayout(a, st);
   return st.ok() ? 0 : Fail("setstripe", a.path, st);
 }
 
