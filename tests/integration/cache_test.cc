@@ -170,8 +170,8 @@ TEST_F(CacheTest, ARewriteThroughAnotherMountIsNeverServedStaleAfterReopen) {
   ASSERT_TRUE(SameBytes(got, v1));
   ASSERT_EQ(ReadFresh(*a + "/f", &got), 0);  // now cached
   ASSERT_TRUE(SameBytes(got, v1));
-  const uint64_t hits = StatusOf(*a).hits;
-  EXPECT_GT(hits, 0u);
+  const client::CacheStats before = StatusOf(*a);
+  EXPECT_GT(before.hits, 0u);
 
   // Same size, other bytes, written in place (no O_TRUNC: the size never
   // changes). Whether B's release reached the MDS before A's open or not, A
@@ -182,7 +182,9 @@ TEST_F(CacheTest, ARewriteThroughAnotherMountIsNeverServedStaleAfterReopen) {
   ASSERT_EQ(::close(fd), 0);
   ASSERT_EQ(ReadFresh(*a + "/f", &got), 0);
   EXPECT_TRUE(SameBytes(got, v2)) << "stale bytes served after the rewrite";
-  EXPECT_EQ(StatusOf(*a).hits, hits) << "the reopen after a rewrite must not hit";
+  // Its first block was not in the cache: the new version missed (the
+  // kernel's later pieces of a fetched block may hit, so hits can grow).
+  EXPECT_GT(StatusOf(*a).misses, before.misses) << "the reopen after a rewrite must miss";
 
   // Truncated and rewritten shorter.
   const std::string v3 = Random(70000, 12);
