@@ -3,6 +3,8 @@
 // and one reply; the caching and lookup-count rules are in fuse_ops.h.
 #include "client/fuse/fuse_ops.h"
 
+#include "client/fuse/cache_ctl.h"
+
 #include <sys/statvfs.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -434,6 +436,9 @@ void FuseOps::OnStatfs(fuse_req_t req, fuse_ino_t ino) {
 void FuseOps::OnSetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                          size_t size, int flags) {
   if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
+  if (IsCacheCtl(name)) {
+    return ReplyStatus(req, CacheCtlSet(*client_, CredOf(req), name, std::string_view(value, size)));
+  }
   nodes_.XattrChanged(ino);
   Status st = client_->SetXattr(CredOf(req), ino, name, std::string_view(value, size), flags);
   dirs_.DropAttr(ino);  // ctime
@@ -442,6 +447,11 @@ void FuseOps::OnSetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const
 
 void FuseOps::OnGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   if (IsAclXattr(name)) return static_cast<void>(fuse_reply_err(req, EOPNOTSUPP));
+  if (IsCacheCtl(name)) {
+    Result<std::string> v = CacheCtlGet(*client_, name);
+    if (!v.ok()) return ReplyStatus(req, v.status());
+    return ReplyXattrValue(req, *v, size);
+  }
   // Asked before every write(2): answered here once known absent (node_table.h).
   const bool caps = std::strcmp(name, kCapsXattr) == 0;
   if (caps && nodes_.NoCaps(ino)) return static_cast<void>(fuse_reply_err(req, ENODATA));

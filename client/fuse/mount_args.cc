@@ -41,6 +41,12 @@ struct RawArgs {
   int rdwr_cache = 0;
   char* transport = nullptr;  // "-o transport=auto|tcp|rdma" (malloc'd by fuse_opt)
   char* metrics_listen = nullptr;  // "-o metrics_listen=HOST:PORT" (malloc'd by fuse_opt)
+  // The client cache (docs/cache.md), malloc'd by fuse_opt; sizes take K/M/G.
+  char* cache_dir = nullptr;
+  char* cache_size = nullptr;
+  char* cache_ram = nullptr;
+  unsigned prefetch_threads = 16;
+  unsigned prefetch_depth = 256;
   // Set by the callback.
   MountArgs* out = nullptr;
   int nonopts = 0;
@@ -70,6 +76,11 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("rdwr_cache", rdwr_cache, 1),
     SFS_OPT("transport=%s", transport, 0),
     SFS_OPT("metrics_listen=%s", metrics_listen, 0),
+    SFS_OPT("cache_dir=%s", cache_dir, 0),
+    SFS_OPT("cache_size=%s", cache_size, 0),
+    SFS_OPT("cache_ram=%s", cache_ram, 0),
+    SFS_OPT("prefetch_threads=%u", prefetch_threads, 0),
+    SFS_OPT("prefetch_depth=%u", prefetch_depth, 0),
     FUSE_OPT_KEY("-f", kKeyForeground),
     FUSE_OPT_KEY("-d", kKeyDebug),
     FUSE_OPT_KEY("debug", kKeyDebug),
@@ -124,6 +135,35 @@ Status CheckAddress(std::string_view addr) {
   return Status::Ok();
 }
 
+Status ParseCacheSize(const char* name, const char* text, uint64_t* out) {
+  if (text == nullptr) return Status::Ok();
+  Result<uint64_t> v = client::ParseSize(text);
+  if (!v.ok()) return Status(EINVAL, std::string(name) + ": not a size: '" + text + "'");
+  *out = *v;
+  return Status::Ok();
+}
+
+Status FinishCache(const RawArgs& raw, MountArgs& out) {
+  SFS_RETURN_IF_ERROR(ParseCacheSize("cache_size", raw.cache_size, &out.client.cache_size));
+  SFS_RETURN_IF_ERROR(ParseCacheSize("cache_ram", raw.cache_ram, &out.client.cache_ram));
+  if (raw.cache_dir != nullptr) {
+    if (raw.cache_dir[0] != '/') {
+      return Status(EINVAL, std::string("cache_dir must be an absolute path, got '") +
+                                raw.cache_dir + "'");
+    }
+    out.client.cache_dir = raw.cache_dir;
+  }
+  if (raw.cache_size != nullptr && out.client.cache_dir.empty()) {
+    return Status(EINVAL, "cache_size needs cache_dir (cache_ram sizes a RAM-only cache)");
+  }
+  if (raw.prefetch_threads == 0 || raw.prefetch_threads > 256 || raw.prefetch_depth == 0) {
+    return Status(EINVAL, "prefetch_threads must be 1..256 and prefetch_depth > 0");
+  }
+  out.client.prefetch_threads = static_cast<int>(raw.prefetch_threads);
+  out.client.prefetch_depth = raw.prefetch_depth;
+  return Status::Ok();
+}
+
 Status Finish(const RawArgs& raw, MountArgs& out) {
   if (out.help) return Status::Ok();
   if (raw.nonopts < 2) return Status(EINVAL, "need HOST:PORT and MOUNTPOINT");
@@ -160,7 +200,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.client.write_behind_threads = static_cast<int>(std::max(1u, raw.write_behind_threads));
   out.client.close_delay = std::chrono::milliseconds(raw.close_delay_ms);
   if (raw.metrics_listen != nullptr) out.metrics_listen = raw.metrics_listen;
-  return Status::Ok();
+  return FinishCache(raw, out);
 }
 
 }  // namespace
@@ -177,6 +217,9 @@ Result<MountArgs> ParseMountArgs(int argc, const char* const* argv) {
   Status st = Finish(raw, out);
   std::free(raw.transport);
   std::free(raw.metrics_listen);
+  std::free(raw.cache_dir);
+  std::free(raw.cache_size);
+  std::free(raw.cache_ram);
   if (st.ok()) {
     out.fuse_argv.push_back(argc > 0 ? argv[0] : "sfs-mount");
     out.fuse_argv.push_back("-o");
@@ -282,6 +325,13 @@ std::string MountUsage() {
          "                          (by default they are cached as long as the MDS's lease,\n"
          "                          and changes from other nodes invalidate them first)\n"
          "  -o nolocks              fcntl/flock locks per mount (the kernel's), not cluster-wide\n"
+         "  -o cache_dir=DIR        client cache of file data in DIR, kept across mounts\n"
+         "                          (docs/cache.md); off by default\n"
+         "  -o cache_size=SIZE      bound of cache_dir (K/M/G; default 1G)\n"
+         "  -o cache_ram=SIZE       RAM for the cache: the most recent blocks of cache_dir,\n"
+         "                          or a RAM-only cache without cache_dir\n"
+         "  -o prefetch_threads=N   threads fetching an order hint (sfs prefetch; default 16)\n"
+         "  -o prefetch_depth=N     hint entries fetched ahead of the reader (default 256)\n"
          "  -o rdwr_cache           O_RDWR handles use the page cache (default: direct I/O and\n"
          "                          write-behind, as write-only ones, if the kernel allows mmap)\n"
          "  -o nowireflags          send libfuse's replies as they are: no\n"

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "client/lib/cache_io.h"
 #include "client/lib/channel_factory.h"
 #include "client/lib/client.h"
 #include "client/lib/io.h"
@@ -37,6 +38,7 @@
 #include "client/lib/mds_client.h"
 #include "client/lib/migrate.h"
 #include "client/lib/oss_pool.h"
+#include "client/lib/prefetcher.h"
 #include "client/lib/space_ops.h"
 #include "client/lib/write_behind.h"
 #include "common/layout/stripe.h"
@@ -98,6 +100,23 @@ class Client::Impl {
   std::unique_ptr<Keepalive> keepalive;
   std::unique_ptr<LeaseWatch> watch;  // iff leases on and a handler was given
   std::thread close_flusher;          // iff opts.close_delay > 0
+  std::unique_ptr<DataCache> cache;   // iff the cache is on (docs/cache.md)
+  // The hint's paths -> inodes, as last resolved: ranks cached blocks by
+  // their next use in a new hint before the prefetcher reaches them (a stale
+  // entry only misranks; what is fetched is always resolved afresh).
+  std::mutex memo_mu;
+  std::unordered_map<std::string, uint64_t> memo;  // GUARDED_BY(memo_mu)
+  // Reset first by ~Client: its workers call into everything else.
+  std::unique_ptr<Prefetcher> prefetcher;  // iff cache
+
+  // A prefetcher worker's fetch of hint entry pos.
+  Prefetcher::Outcome PrefetchOne(Client& self, const Cred& c, const PrefetchItem& it,
+                                  uint64_t pos);
+  // This client opens ino for writing: its other handles stop using the cache.
+  void StopCaching(uint64_t ino) {
+    if (!cache) return;
+    for (const std::shared_ptr<File>& f : OpenFiles(ino)) f->cacheable_ = false;
+  }
 
   // The write-behind barrier: every write of ino queued before returns first.
   void WaitWrites(uint64_t ino) {
@@ -183,6 +202,7 @@ Result<Attr> Client::Impl::Truncate(const Cred& c, uint64_t ino, const LayoutSpe
     ++token_drops;
   }
   for (const std::shared_ptr<File>& f : OpenFiles(ino)) {
+    f->cacheable_ = false;
     std::lock_guard<std::mutex> lock(f->mu_);
     f->size_ = args.size;
     f->dirty_end_ = std::min(f->dirty_end_, args.size);
@@ -219,6 +239,11 @@ Result<std::shared_ptr<File>> Client::Impl::FinishOpen(const Cred& c, int flags,
     f->size_ = 0;
   }
   f->dense_ = f->size_ == 0;
+  f->data_version_ = r.attr.data_version;
+  const bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+  if (write) StopCaching(f->ino_);
+  f->cacheable_ = cache != nullptr && !write && S_ISREG(r.attr.mode) && r.data_versioned &&
+                  !r.write_opens;
   Register(f);
   if (attr != nullptr) *attr = r.attr;
   return f;
@@ -318,6 +343,7 @@ void Client::Impl::StopDeferredCloses() {
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Client::~Client() {
+  if (impl_) impl_->prefetcher.reset();  // its workers call into everything else
   // One attempt per MDS call from here on: an unmount must not wait out the
   // recovery timeout of an MDS that is gone (the keepalive's re-opens, the
   // final closes).
@@ -392,7 +418,27 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   if (opts.close_delay.count() > 0) {
     impl->close_flusher = std::thread([raw] { raw->FlushClosesLoop(); });
   }
-  return std::unique_ptr<Client>(new Client(std::move(impl)));
+  if (opts.cache_ram > 0 || !opts.cache_dir.empty()) {
+    DataCache::Options co;
+    co.dir = opts.cache_dir;
+    co.disk_bytes = opts.cache_size > 0 ? opts.cache_size : uint64_t{1} << 30;
+    co.ram_bytes = opts.cache_ram;
+    if (!co.dir.empty()) {
+      Result<FsStat> fs = impl->mds->Statfs();
+      co.fs_id = fs.ok() ? fs->fs_id : 0;
+    }
+    impl->cache = DataCache::Open(co);
+  }
+  auto client = std::unique_ptr<Client>(new Client(std::move(impl)));
+  if (raw->cache) {
+    Client* self = client.get();
+    raw->prefetcher = std::make_unique<Prefetcher>(
+        opts.prefetch_threads, opts.prefetch_depth,
+        [raw, self](const Cred& c, const PrefetchItem& it, uint64_t pos) {
+          return raw->PrefetchOne(*self, c, it, pos);
+        });
+  }
+  return client;
 }
 
 uint64_t Client::client_id() const { return impl_->mds->client_id(); }
@@ -415,6 +461,7 @@ Status Client::SetLock(uint64_t ino, uint64_t owner, bool flock, const LockSpec&
   // now (what the previous holder wrote and reported before its unlock).
   auto granted = [this, ino](uint64_t size) {
     for (const std::shared_ptr<File>& f : impl_->OpenFiles(ino)) {
+      f->cacheable_ = false;  // read what the holder before us wrote
       std::lock_guard<std::mutex> lock(f->mu_);
       f->size_ = std::max(size, f->size_dirty_ ? f->dirty_end_ : 0);
     }
@@ -556,6 +603,11 @@ Status Client::Close(const std::shared_ptr<File>& f) {
     if (blocks.ok()) r.blocks = *blocks;
   }
   impl_->Unregister(f.get());
+  if (impl_->prefetcher && !f->prefetch_ && (f->flags_ & O_ACCMODE) == O_RDONLY) {
+    // A reader is done with it: one use of the hint consumed, the window moves.
+    uint64_t pos = impl_->cache->Consume(f->ino_);
+    if (pos != CachePolicy::kNever) impl_->prefetcher->Advance(pos);
+  }
   uint64_t open_id;
   {
     std::lock_guard<std::mutex> lock(f->mu_);  // a re-open after an MDS restart may change it
@@ -581,6 +633,10 @@ Result<size_t> Client::Read(File& f, uint64_t off, std::span<uint8_t> buf) {
   if (off + buf.size() > size) size = impl_->MergeLocal(Attr{.ino = f.ino_, .mode = S_IFREG, .size = size}, true).size;
   if (buf.empty() || off >= size) return size_t{0};
   size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
+  if (impl_->cache && f.cacheable_.load(std::memory_order_relaxed)) {
+    SFS_RETURN_IF_ERROR(CachedRead(*impl_->cache, *impl_->striper, f, size, off, buf.first(n)));
+    return n;
+  }
   SFS_RETURN_IF_ERROR(impl_->striper->Read(f.layout_, off, buf.first(n)));
   return n;
 }
@@ -975,6 +1031,89 @@ Result<Attr> Client::ResolvePath(const Cred& c, std::string_view path) {
   }
   if (!cur) return impl_->mds->GetAttr(c, kRootIno);
   return *cur;
+}
+
+// ---- the client cache's hint (prefetcher.h, docs/cache.md) ----
+
+Prefetcher::Outcome Client::Impl::PrefetchOne(Client& self, const Cred& c,
+                                              const PrefetchItem& it, uint64_t pos) {
+  auto skip = [&] {
+    cache->CountPrefetch(false);
+    return Prefetcher::Outcome::kSkipped;
+  };
+  Result<Attr> a = self.ResolvePath(c, it.path);
+  if (!a.ok() || !S_ISREG(a->mode)) return skip();
+  {
+    std::lock_guard<std::mutex> lock(memo_mu);
+    auto [m, inserted] = memo.try_emplace(it.path, a->ino);
+    if (inserted || m->second != a->ino) {
+      m->second = a->ino;
+      cache->AddUse(a->ino, pos);  // SetHint did not know it under this inode
+    }
+  }
+  const uint64_t end = it.length >= a->size - std::min(a->size, it.offset)
+                           ? a->size
+                           : it.offset + it.length;
+  Result<std::shared_ptr<File>> f = self.Open(c, a->ino, O_RDONLY, nullptr);
+  if (!f.ok()) return skip();
+  (*f)->prefetch_ = true;
+  Prefetcher::Outcome out = Prefetcher::Outcome::kDone;
+  const uint64_t size = (*f)->size();
+  if (!(*f)->cacheable_) {
+    out = skip();
+  } else if (!cache->WorthFetching(pos, MissingBytes(*cache, **f, size, it.offset, end))) {
+    out = Prefetcher::Outcome::kNotYet;  // the cache holds only what is read sooner
+  } else if (!CacheFill(*cache, *striper, **f, size, it.offset, end).ok()) {
+    out = skip();
+  } else {
+    cache->CountPrefetch(true);
+  }
+  (void)self.Close(*f);
+  return out;
+}
+
+Status Client::Prefetch(const Cred& c, std::vector<PrefetchItem> items, uint64_t lookahead,
+                        bool append) {
+  if (!impl_->prefetcher) return Status(ENOTSUP, "the client cache is off (cache_ram/cache_dir)");
+  std::vector<uint64_t> groups(items.size(), 0);
+  {
+    std::lock_guard<std::mutex> lock(impl_->memo_mu);
+    for (size_t i = 0; i < items.size(); ++i) {
+      auto m = impl_->memo.find(items[i].path);
+      if (m != impl_->memo.end()) groups[i] = m->second;
+    }
+  }
+  if (append) {
+    uint64_t base = impl_->prefetcher->Progress().first;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (groups[i] != 0) impl_->cache->AddUse(groups[i], base + i);
+    }
+  } else {
+    impl_->cache->SetHint(groups);
+  }
+  impl_->prefetcher->Start(c, std::move(items), lookahead, append);
+  return Status::Ok();
+}
+
+Result<bool> Client::WaitPrefetch(std::chrono::milliseconds timeout) {
+  if (!impl_->prefetcher) return Status(ENOTSUP, "the client cache is off (cache_ram/cache_dir)");
+  return impl_->prefetcher->WaitIdle(timeout);
+}
+
+Result<CacheStats> Client::CacheStatus() {
+  if (!impl_->cache) return Status(ENOTSUP, "the client cache is off (cache_ram/cache_dir)");
+  CacheStats s = impl_->cache->Stats();
+  auto [len, done] = impl_->prefetcher->Progress();
+  s.hint_length = len;
+  s.hint_done = done;
+  return s;
+}
+
+Status Client::DropCache() {
+  if (!impl_->cache) return Status(ENOTSUP, "the client cache is off (cache_ram/cache_dir)");
+  impl_->prefetcher->Clear();
+  impl_->cache->Drop();
+  return Status::Ok();
 }
 
 }  // namespace sfs::client

@@ -21,6 +21,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -71,6 +72,17 @@ struct Options {
   // open) is destroyed that much later, and a migration finds it busy.
   // 0 = every Close is its own MDS round trip.
   std::chrono::milliseconds close_delay{0};
+  // The client cache (issue 18; docs/cache.md): on iff cache_ram > 0 or
+  // cache_dir is set. With cache_dir, blocks are kept there (at most
+  // cache_size bytes; 1 GiB if 0), across restarts, and the most recent
+  // cache_ram bytes of them also in RAM; without, RAM holds cache_ram bytes.
+  std::string cache_dir;
+  uint64_t cache_size = 0;
+  uint64_t cache_ram = 0;
+  // Prefetch (Prefetch()): this many threads fetch hinted files at most
+  // prefetch_depth entries ahead of the reader.
+  int prefetch_threads = 16;
+  uint32_t prefetch_depth = 256;
 };
 
 // On whose behalf a call is made; checked by the MDS.
@@ -93,6 +105,9 @@ struct Attr {
   int64_t ctime_ns = 0;
   uint64_t rdev = 0;
   uint64_t generation = 0;
+  // Bumped by the MDS at each open for writing and each truncate (the
+  // client cache's key; docs/cache.md). 0 from an MDS that keeps none.
+  uint64_t data_version = 0;
   // How long (ms from now) the caller may cache these attributes, and the
   // name it looked the file or directory up by; 0 = not at all. Only with
   // leases on.
@@ -182,6 +197,7 @@ struct FsStat {
   uint64_t total_inodes = 0, free_inodes = 0;
   uint32_t bsize = 4096;
   uint64_t degraded_files = 0;  // mirrored files with a stale copy (resync pending)
+  uint64_t fs_id = 0;           // the file system's id (0 from an MDS that sends none)
 };
 
 struct OstStatus {
@@ -234,6 +250,31 @@ struct LockSpec {
   uint32_t pid = 0;
 };
 
+// The client cache's counters (Client::CacheStatus; docs/cache.md).
+struct CacheStats {
+  uint64_t hits = 0, misses = 0;            // blocks asked for by readers
+  uint64_t hit_bytes = 0, miss_bytes = 0;
+  uint64_t bytes = 0, capacity = 0;         // held in the cache tier, and its bound
+  uint64_t ram_bytes = 0, ram_capacity = 0; // the RAM tier (the cache tier without a dir)
+  uint64_t blocks = 0;
+  uint64_t evictions = 0;
+  uint64_t corrupt = 0;                     // directory blocks that failed their check
+  uint64_t prefetched_blocks = 0;           // blocks filled by the prefetcher
+  uint64_t prefetch_files = 0;              // hint entries fetched
+  uint64_t prefetch_skipped = 0;            // hint entries skipped (missing, not a file, denied, open for write)
+  uint64_t hint_length = 0;                 // entries of the current order hint
+  uint64_t hint_done = 0;                   // of those, fetched or skipped so far
+  std::string dir;                          // the directory tier ("" = RAM only)
+};
+
+// One entry of an order hint: a path from the file system's root, and the
+// byte range that will be read (length UINT64_MAX = to the end).
+struct PrefetchItem {
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t length = UINT64_MAX;
+};
+
 class Client;
 
 // An open regular file. Thread-safe; shared by every FUSE request on that handle.
@@ -262,6 +303,12 @@ class File {
   bool dense_ = false;         // GUARDED_BY(mu_)
   uint64_t dense_end_ = 0;     // GUARDED_BY(mu_)
   Status wb_error_;            // GUARDED_BY(mu_): first failed background write, unreported
+  // The client cache (docs/cache.md): the MDS's data version at open, and
+  // whether this handle reads through the cache (a read-only open that no
+  // writer shared, until this client opens the inode for writing).
+  uint64_t data_version_ = 0;
+  std::atomic<bool> cacheable_{false};
+  bool prefetch_ = false;      // opened by the prefetcher (its close uses no hint)
 };
 
 class Client {
@@ -435,6 +482,23 @@ class Client {
   Result<Attr> ResolvePath(const Cred& c, std::string_view path);
 
   uint64_t client_id() const;
+
+  // The client cache (docs/cache.md); ENOTSUP when it is off.
+  // Prefetch: the order hint. items will be read next, in this order; the
+  // cache fetches them ahead of the reader (at most lookahead entries past
+  // the last one a reader closed; 0 = Options::prefetch_depth, UINT64_MAX =
+  // all, as far as the cache holds them) on prefetch_threads threads, and
+  // evicts by farthest next use in this order. Replaces the current hint
+  // (a new epoch), or with append adds to it. Entries that do not resolve to
+  // a regular file c may read are skipped and counted, never an error.
+  Status Prefetch(const Cred& c, std::vector<PrefetchItem> items, uint64_t lookahead = 0,
+                  bool append = false);
+  // Waits until every entry of the hint was fetched or skipped; false if
+  // timeout passed first.
+  Result<bool> WaitPrefetch(std::chrono::milliseconds timeout);
+  Result<CacheStats> CacheStatus();
+  // Forgets every cached block (RAM and directory) and the hint.
+  Status DropCache();
 
   // Metadata leases: iff Options::leases, starts the thread that long-polls
   // the MDS and calls fn for each invalidation (on that thread; the MDS takes

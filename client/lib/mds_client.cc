@@ -38,6 +38,7 @@ Attr FromProto(const proto::Attr& p) {
   a.ctime_ns = p.ctime_ns();
   a.rdev = p.rdev();
   a.generation = p.generation();
+  a.data_version = p.data_version();
   return a;
 }
 
@@ -250,6 +251,8 @@ Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req)
   r.layout.ino = r.attr.ino;
   r.created = o.created();
   r.open_id = o.open_id();
+  r.write_opens = o.write_opens();
+  r.data_versioned = o.data_versioned();
   return r;
 }
 
@@ -529,6 +532,7 @@ Result<FsStat> MdsClient::Statfs() {
   f.free_inodes = s.free_inodes();
   if (s.bsize() != 0) f.bsize = s.bsize();
   f.degraded_files = s.degraded_files();
+  f.fs_id = s.fs_id();
   return f;
 }
 

@@ -59,6 +59,10 @@ struct OpenResult {
   LayoutSpec layout;
   bool created = false;
   uint64_t open_id = 0;
+  // OpenResp.write_opens / data_versioned (mds.proto): the client cache's
+  // rule for this open.
+  bool write_opens = false;
+  bool data_versioned = false;
 };
 
 // One LockReq (mds.proto): a lock, unlock, test, cancel or reclaim.

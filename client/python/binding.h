@@ -105,6 +105,11 @@ struct ConnectArgs {
   std::string transport = "auto";
   uint64_t write_behind = 0;  // bytes; 0 = off
   std::optional<uint32_t> uid, gid;
+  // The client cache (docs/cache.md): off unless cache_ram or cache_dir.
+  std::string cache_dir;
+  uint64_t cache_size = 0, cache_ram = 0;
+  int prefetch_threads = 16;
+  uint32_t prefetch_depth = 256;
 };
 
 class File;
@@ -132,6 +137,11 @@ class Client : public std::enable_shared_from_this<Client> {
                  uint32_t ec_data, uint32_t ec_parity);
   py::dict Getstripe(const py::object& path);
   py::list Osts();
+  // The order hint (Client::Prefetch): paths, or (path, offset, length) tuples.
+  void Prefetch(const py::iterable& entries, uint64_t lookahead, bool append);
+  bool WaitPrefetch(double timeout);
+  py::dict CacheStatus();
+  void DropCache();
   void Close();
 
   // The connection, or ValueError once closed.

@@ -113,6 +113,15 @@ std::shared_ptr<Client> Client::Connect(const ConnectArgs& a) {
   o.io_threads = a.io_threads;
   o.transport = Check(client::ParseTransport(a.transport));
   o.write_behind_bytes = a.write_behind;
+  o.cache_dir = a.cache_dir;
+  o.cache_size = a.cache_size;
+  o.cache_ram = a.cache_ram;
+  if (a.prefetch_threads < 1 || a.prefetch_threads > 256) {
+    throw py::value_error("prefetch_threads must be 1..256");
+  }
+  if (a.prefetch_depth == 0) throw py::value_error("prefetch_depth must be > 0");
+  o.prefetch_threads = a.prefetch_threads;
+  o.prefetch_depth = a.prefetch_depth;
   auto conn = Blocking([&] { return client::Client::Connect(o); });
   std::shared_ptr<client::Client> shared = Check(std::move(conn), a.address);
   return std::shared_ptr<Client>(
@@ -151,6 +160,61 @@ void Client::Close() {
     return;
   }
   Blocking([&] { c.reset(); });  // open Files still hold it; it goes with the last
+}
+
+void Client::Prefetch(const py::iterable& entries, uint64_t lookahead, bool append) {
+  std::vector<client::PrefetchItem> items;
+  for (const py::handle& e : entries) {
+    client::PrefetchItem it;
+    if (py::isinstance<py::tuple>(e)) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(e);
+      if (t.size() != 3) throw py::value_error("a hint entry is a path or (path, offset, length)");
+      it.path = Normalise(PathArg(t[0]));
+      it.offset = t[1].cast<uint64_t>();
+      it.length = t[2].is_none() ? UINT64_MAX : t[2].cast<uint64_t>();
+    } else {
+      it.path = Normalise(PathArg(e));
+    }
+    items.push_back(std::move(it));
+  }
+  auto c = Conn();
+  Check(Blocking([&] { return c->Prefetch(cred_, std::move(items), lookahead, append); }));
+}
+
+bool Client::WaitPrefetch(double timeout) {
+  auto c = Conn();
+  milliseconds t = Seconds(timeout, "timeout");
+  return Check(Blocking([&] { return c->WaitPrefetch(t); }));
+}
+
+py::dict Client::CacheStatus() {
+  auto c = Conn();
+  client::CacheStats s = Check(Blocking([&] { return c->CacheStatus(); }));
+  py::dict d;
+  d["hits"] = s.hits;
+  d["misses"] = s.misses;
+  d["hit_rate"] = s.hits + s.misses == 0 ? 0.0 : double(s.hits) / double(s.hits + s.misses);
+  d["hit_bytes"] = s.hit_bytes;
+  d["miss_bytes"] = s.miss_bytes;
+  d["bytes"] = s.bytes;
+  d["capacity"] = s.capacity;
+  d["ram_bytes"] = s.ram_bytes;
+  d["ram_capacity"] = s.ram_capacity;
+  d["blocks"] = s.blocks;
+  d["evictions"] = s.evictions;
+  d["corrupt"] = s.corrupt;
+  d["prefetched_blocks"] = s.prefetched_blocks;
+  d["prefetch_files"] = s.prefetch_files;
+  d["prefetch_skipped"] = s.prefetch_skipped;
+  d["hint_length"] = s.hint_length;
+  d["hint_done"] = s.hint_done;
+  d["dir"] = s.dir.empty() ? py::object(py::none()) : py::object(py::str(s.dir));
+  return d;
+}
+
+void Client::DropCache() {
+  auto c = Conn();
+  Check(Blocking([&] { return c->DropCache(); }));
 }
 
 std::pair<uint64_t, std::string> Client::Parent(const std::string& path) {

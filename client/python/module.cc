@@ -118,9 +118,30 @@ void BindClient(py::module_& m) {
            "erasure-code it (as --ec K+M).")
       .def("getstripe", &Client::Getstripe, py::arg("path"))
       .def("osts", &Client::Osts, "The OSTs the MDS knows, with their state.")
+      .def("prefetch", &Client::Prefetch, py::arg("entries"), py::kw_only(),
+           py::arg("lookahead") = 0, py::arg("append") = false,
+           "The order hint: the paths (or (path, offset, length)) that will be read next, in "
+           "order; the cache fetches ahead of the reader and evicts by farthest next use. "
+           "lookahead: entries ahead (0 = prefetch_depth). Missing entries are skipped.")
+      .def("wait_prefetch", &Client::WaitPrefetch, py::arg("timeout") = 60.0,
+           "Waits until every hinted entry is fetched or skipped; False on timeout.")
+      .def("cache_status", &Client::CacheStatus, "The client cache's counters (a dict).")
+      .def("drop_cache", &Client::DropCache, "Forgets every cached block and the hint.")
       .def("close", &Client::Close)
       .def("__enter__", [](std::shared_ptr<Client> c) { return c; })
       .def("__exit__", [](Client& c, py::args) { c.Close(); });
+}
+
+// A size argument: an int (bytes) or a string such as "4G".
+uint64_t SizeArg(const py::object& v, const char* what) {
+  if (py::isinstance<py::str>(v)) {
+    Result<uint64_t> r = client::ParseSize(v.cast<std::string>());
+    if (!r.ok()) throw py::value_error(std::string(what) + ": not a size");
+    return *r;
+  }
+  long long n = v.cast<long long>();
+  if (n < 0) throw py::value_error(std::string(what) + " must be >= 0");
+  return static_cast<uint64_t>(n);
 }
 
 void InitModule(py::module_& m) {
@@ -139,17 +160,27 @@ void InitModule(py::module_& m) {
       "connect",
       [](const std::string& address, double rpc_timeout, double connect_timeout,
          double recovery_timeout, int io_threads, const std::string& transport,
-         uint64_t write_behind, std::optional<uint32_t> uid, std::optional<uint32_t> gid) {
+         uint64_t write_behind, std::optional<uint32_t> uid, std::optional<uint32_t> gid,
+         const py::object& cache_dir, const py::object& cache_size, const py::object& cache_ram,
+         int prefetch_threads, uint32_t prefetch_depth) {
         ConnectArgs a{address, rpc_timeout, connect_timeout, recovery_timeout, io_threads,
                       transport, write_behind, uid, gid};
+        if (!cache_dir.is_none()) a.cache_dir = PathArg(cache_dir);
+        a.cache_size = SizeArg(cache_size, "cache_size");
+        a.cache_ram = SizeArg(cache_ram, "cache_ram");
+        a.prefetch_threads = prefetch_threads;
+        a.prefetch_depth = prefetch_depth;
         return Client::Connect(a);
       },
       py::arg("address"), py::kw_only(), py::arg("rpc_timeout") = 30.0,
       py::arg("connect_timeout") = 5.0, py::arg("recovery_timeout") = 60.0,
       py::arg("io_threads") = 2, py::arg("transport") = "auto", py::arg("write_behind") = 0,
       py::arg("uid") = py::none(), py::arg("gid") = py::none(),
+      py::arg("cache_dir") = py::none(), py::arg("cache_size") = 0, py::arg("cache_ram") = 0,
+      py::arg("prefetch_threads") = 16, py::arg("prefetch_depth") = 256,
       "Connects to the MDS at 'host:port'. Timeouts in seconds; write_behind in bytes (0 = "
-      "writes are acknowledged by the OSSes before write() returns).");
+      "writes are acknowledged by the OSSes before write() returns). cache_ram / cache_dir "
+      "(+ cache_size, bytes or '4G') turn on the client cache (docs/cache.md).");
 }
 
 }  // namespace

@@ -54,12 +54,30 @@ bool ApplySizeReport(proto::Attr* a, bool has_size, uint64_t size, int64_t mtime
 
 }  // namespace
 
-Status Namespace::RegisterOpen(const OpCtx& ctx, uint64_t ino, const proto::InodeRec& rec,
+Status Namespace::RegisterOpen(const OpCtx& ctx, Txn& txn, uint64_t ino, proto::InodeRec* rec,
                                uint32_t flags, proto::OpenResp* out) {
-  *out->mutable_attr() = rec.attr();
-  if (S_ISREG(rec.attr().mode())) *out->mutable_layout() = rec.layout();
   bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+  if (write && S_ISREG(rec->attr().mode())) {
+    // Data may change from now on: caches keyed by the old version stop
+    // matching at the next open (close-to-open), and no open sees the
+    // version a writer may still be changing without write_opens set.
+    rec->mutable_attr()->set_data_version(rec->attr().data_version() + 1);
+    txn.Dirty(ino);
+  }
+  *out->mutable_attr() = rec->attr();
+  // An open is acknowledged before its commit (op_effects.h): a crash may
+  // lose the bump, and a version given out before it would then name other
+  // bytes after the restart. The boot epoch in the version given out makes
+  // every version of a new boot new (client caches start cold after an MDS
+  // restart, never stale).
+  constexpr int kVersionBits = 40;
+  out->mutable_attr()->set_data_version(
+      (boot_epoch_.load() << kVersionBits) |
+      (rec->attr().data_version() & ((uint64_t{1} << kVersionBits) - 1)));
+  if (S_ISREG(rec->attr().mode())) *out->mutable_layout() = rec->layout();
   out->set_open_id(opens_.Add(ctx.client_id, ino, NowMs(), write));
+  out->set_write_opens(opens_.WriteOpenCount(ino) > 0);
+  out->set_data_versioned(true);
   return Status::Ok();
 }
 
@@ -100,7 +118,7 @@ Status Namespace::CreateOrReplay(const OpCtx& ctx, const proto::CreateReq& req,
       if (S_ISDIR(node->attr().mode())) return Status::Errno(EISDIR, "is a directory");
       SFS_RETURN_IF_ERROR(CheckOpenAccess(ctx.cred, node->attr(), req.open_flags()));
       out->set_created(false);
-      return RegisterOpen(ctx, existing->ino(), *node, req.open_flags(), out);
+      return RegisterOpen(ctx, txn, existing->ino(), node, req.open_flags(), out);
     }
     SFS_RETURN_IF_ERROR(MayModifyDir(ctx.cred, *dir));
     bool inherited = false;
@@ -112,7 +130,7 @@ Status Namespace::CreateOrReplay(const OpCtx& ctx, const proto::CreateReq& req,
         AddNode(txn, ctx, req.parent(), req.name(), S_IFREG | (req.mode() & 07777), &node, &ino));
     *node->mutable_layout() = std::move(layout);
     out->set_created(true);
-    return RegisterOpen(ctx, ino, *node, req.open_flags(), out);
+    return RegisterOpen(ctx, txn, ino, node, req.open_flags(), out);
   });
 }
 
@@ -122,7 +140,7 @@ Status Namespace::Open(const OpCtx& ctx, const proto::OpenReq& req, proto::OpenR
     if (!node.ok() && node.status().code() == ENOENT) return Status::Errno(ESTALE, "inode is gone");
     if (!node.ok()) return node.status();
     SFS_RETURN_IF_ERROR(CheckOpenAccess(ctx.cred, (*node)->attr(), req.open_flags()));
-    return RegisterOpen(ctx, req.ino(), **node, req.open_flags(), out);
+    return RegisterOpen(ctx, txn, req.ino(), *node, req.open_flags(), out);
   });
   if (st.ok()) RenewReplayedOpen(ctx, req.open_flags(), out);
   if (!st.ok()) DropUncommittedOpen(out);

@@ -112,6 +112,10 @@ proto::StatfsResp Namespace::Statfs() {
   out.set_free_inodes(used < kSyntheticInodes ? kSyntheticInodes - used : 0);
   out.set_bsize(4096);
   out.set_degraded_files(ResyncWanted().size());
+  {
+    std::shared_lock lock(mu_);
+    out.set_fs_id(super_.fs_id());
+  }
   return out;
 }
 

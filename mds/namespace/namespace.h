@@ -210,7 +210,8 @@ class Namespace {
   // Deletes an inode for good: record, xattrs, orphan key, objects.
   Status FreeInode(Txn& txn, uint64_t ino);
   void EnqueueDestroy(Txn& txn, const proto::Layout& layout);
-  Status RegisterOpen(const OpCtx& ctx, uint64_t ino, const proto::InodeRec& rec,
+  // A write open bumps the inode's data_version (proto Attr) in txn.
+  Status RegisterOpen(const OpCtx& ctx, Txn& txn, uint64_t ino, proto::InodeRec* rec,
                       uint32_t flags, proto::OpenResp* out);
   // After a Create/Open answered with a saved reply from an earlier boot
   // (a request re-sent across a restart), registers the open again.

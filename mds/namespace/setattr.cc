@@ -83,6 +83,7 @@ void ApplyOwnership(const Cred& cred, proto::Attr* a, const proto::SetAttrReq& r
 void ApplySizeAndTimes(proto::Attr* a, const proto::SetAttrReq& req, int64_t now) {
   if (Has(req, proto::SETATTR_SIZE)) {
     a->set_size(req.size());
+    a->set_data_version(a->data_version() + 1);  // cached blocks of the old size go stale
     if (req.size() == 0) a->set_blocks(0);
     a->set_mtime_ns(now);
   }

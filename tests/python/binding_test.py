@@ -562,6 +562,96 @@ class FileDatasetTest(unittest.TestCase):
         self.assertEqual(ds.__class__(CLUSTER.address, paths, transform=len)[4], len(blobs[4]))
 
 
+class CacheTest(unittest.TestCase):
+    """The client cache through the binding: prefetch(), cache_status(), drop_cache()."""
+
+    def test_prefetch_warms_the_cache_and_the_reads_that_follow_are_hits(self):
+        FS.mkdir("/cached")
+        blobs = [pattern(50000 + 1000 * i, 300 + i) for i in range(12)]
+        paths = ["/cached/f%d" % i for i in range(len(blobs))]
+        for p, blob in zip(paths, blobs):
+            with FS.open(p, "wb") as f:
+                f.write(blob)
+        with stripefs.connect(CLUSTER.address, rpc_timeout=20, cache_ram="16M") as c:
+            self.assertEqual(c.cache_status()["capacity"], 16 << 20)
+            order = list(reversed(paths)) + ["/cached/missing", ("/cached/f0", 0, None)]
+            c.prefetch(order)
+            self.assertTrue(c.wait_prefetch(30))
+            st = c.cache_status()
+            self.assertEqual(st["prefetch_files"], len(paths) + 1)  # f0 twice: second is cached
+            self.assertEqual(st["prefetch_skipped"], 1)
+            self.assertEqual(st["blocks"], len(paths))
+            self.assertEqual(st["misses"], 0)
+            for p, blob in zip(reversed(paths), reversed(blobs)):
+                with c.open(p) as f:
+                    self.assertEqual(f.read(), blob)
+            st = c.cache_status()
+            self.assertEqual(st["misses"], 0)
+            self.assertEqual(st["hits"], len(paths))
+            self.assertEqual(st["hit_rate"], 1.0)
+            c.drop_cache()
+            self.assertEqual(c.cache_status()["blocks"], 0)
+            with c.open(paths[0]) as f:
+                self.assertEqual(f.read(), blobs[0])
+            self.assertEqual(c.cache_status()["misses"], 1)
+
+    def test_a_client_without_cache_options_has_none(self):
+        with self.assertRaises(OSError) as e:
+            FS.cache_status()
+        self.assertEqual(e.exception.errno, errno.ENOTSUP)
+        with self.assertRaises(ValueError):
+            stripefs.connect(CLUSTER.address, cache_ram="lots")
+
+
+class EpochSamplerTest(unittest.TestCase):
+    """stripefs.torch's hook: each epoch's order goes to the cache as the hint."""
+
+    def test_the_epoch_order_is_prefetched_and_read_as_hits(self):
+        from stripefs.torch import EpochSampler, FileDataset
+        FS.mkdir("/epochs")
+        blobs = [pattern(20000 + 37 * i, 500 + i) for i in range(16)]
+        paths = ["/epochs/e%d" % i for i in range(len(blobs))]
+        for p, blob in zip(paths, blobs):
+            with FS.open(p, "wb") as f:
+                f.write(blob)
+        ds = FileDataset(CLUSTER.address, paths, rpc_timeout=10, cache_ram="8M")
+        sampler = EpochSampler(ds, seed=3, batch_size=4)
+        orders = []
+        for epoch in range(2):
+            sampler.set_epoch(epoch)
+            order = list(iter(sampler))
+            self.assertEqual(sorted(order), list(range(len(paths))))
+            orders.append(order)
+            fs = ds._fs()
+            self.assertTrue(fs.wait_prefetch(30))
+            before = fs.cache_status()
+            self.assertEqual(before["hint_length"], len(paths))
+            self.assertEqual([bytes(ds[i]) for i in order], [blobs[i] for i in order])
+            after = fs.cache_status()
+            self.assertEqual(after["misses"], before["misses"], "epoch %d" % epoch)
+            self.assertEqual(after["hits"] - before["hits"], len(paths))
+        self.assertNotEqual(orders[0], orders[1], "a new permutation every epoch")
+
+    def test_each_worker_hints_its_own_batches(self):
+        import types
+        import stripefs.torch as st
+
+        class Recorder:
+            def __init__(self):
+                self.hinted = None
+
+            def prefetch(self, entries):
+                self.hinted = list(entries)
+
+        ds = st.FileDataset("unused:1", ["/p%d" % i for i in range(10)])
+        ds._client, ds._pid = Recorder(), os.getpid()
+        order = [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]
+        ds.set_order(order, batch_size=2, num_workers=2)
+        self.assertIsNone(ds._client.hinted, "with workers the main process hints nothing")
+        ds._hint(types.SimpleNamespace(num_workers=2, id=1))  # batches 1 and 3 of 5
+        self.assertEqual(ds._client.hinted, ["/p7", "/p6", "/p3", "/p2"])
+
+
 class Result(unittest.TextTestResult):
     def addFailure(self, test, err):
         RESULT_OK[0] = False

@@ -9,6 +9,7 @@
 // through the kernel's dentry cache on a mount.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <unordered_map>
 
 #include "client/lib/client.h"
@@ -175,6 +176,17 @@ Result<std::unique_ptr<Backend>> MakeSfsBackend(const std::string& mds,
   client::Options opts;
   opts.mds_address = mds;
   SFS_ASSIGN_OR_RETURN(opts.transport, client::ParseTransport(transport));
+  // The client cache (docs/cache.md), from the environment as a mount's -o
+  // cache_* would set it: SFS_CACHE_RAM, SFS_CACHE_DIR, SFS_CACHE_SIZE.
+  for (auto [name, field] : {std::pair{"SFS_CACHE_RAM", &opts.cache_ram},
+                             std::pair{"SFS_CACHE_SIZE", &opts.cache_size}}) {
+    if (const char* v = std::getenv(name)) {
+      Result<uint64_t> n = client::ParseSize(v);
+      if (!n.ok()) return Status(EINVAL, std::string(name) + ": not a size: '" + v + "'");
+      *field = *n;
+    }
+  }
+  if (const char* d = std::getenv("SFS_CACHE_DIR")) opts.cache_dir = d;
   SFS_ASSIGN_OR_RETURN(std::unique_ptr<Client> c, Client::Connect(opts));
   return std::unique_ptr<Backend>(new SfsBackend(std::move(c)));
 }

@@ -26,8 +26,9 @@ std::string Unescape(const std::string& s) {
   return out;
 }
 
-// The source ("HOST:PORT") of the StripeFS mount holding `real`, or "".
-std::string FindMountSource(const std::string& real) {
+// The source ("HOST:PORT") of the StripeFS mount holding `real`, or "";
+// its mount point in *mountpoint if not null.
+std::string FindMountSource(const std::string& real, std::string* mountpoint = nullptr) {
   std::ifstream in("/proc/self/mountinfo");
   std::string line, best_mp, best_src;
   while (std::getline(in, line)) {
@@ -48,6 +49,7 @@ std::string FindMountSource(const std::string& real) {
     }
   }
   if (best_src.rfind("sfs#", 0) == 0) best_src = best_src.substr(4);
+  if (mountpoint != nullptr) *mountpoint = best_mp;
   return best_src;
 }
 
@@ -64,6 +66,12 @@ std::string RealPathOrParent(const std::string& path) {
 }
 
 }  // namespace
+
+std::string MountPointOf(const std::string& path) {
+  std::string real = RealPathOrParent(path), mp;
+  if (real.empty() || FindMountSource(real, &mp).empty()) return "";
+  return mp;
+}
 
 Result<std::unique_ptr<Target>> Target::Open(const GlobalOptions& g, const std::string& path) {
   auto t = std::make_unique<Target>();

@@ -44,6 +44,9 @@ class Target {
   std::unique_ptr<client::Client> client_;
 };
 
+// The mount point of the StripeFS mount holding path (after realpath), or "".
+std::string MountPointOf(const std::string& path);
+
 // "1.5G", "512K": a short human size (powers of 1024).
 std::string HumanSize(uint64_t bytes);
 // A JSON string literal for s (quotes and escapes).

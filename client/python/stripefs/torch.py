@@ -10,8 +10,24 @@ without a transform: one buffer per item, filled by readinto. Each process
 dataset pickles as just its address and paths. torch is
 imported only to subclass its Dataset when it is installed; without torch the
 class still works as a plain sequence.
+
+The order hint (docs/cache.md): with the client cache on (cache_ram= /
+cache_dir= in the connect options) an EpochSampler hands each epoch's order
+to the cache before the loader reads it:
+
+    ds = FileDataset(addr, paths, cache_ram="8G")
+    sampler = EpochSampler(ds, seed=7, batch_size=32, num_workers=4)  # as the loader's
+    loader = DataLoader(ds, batch_size=32, sampler=sampler, num_workers=4)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)   # before iter(loader): the workers inherit it
+        for batch in loader: ...
+
+Each worker process prefetches its own share: the DataLoader hands batches to
+its workers in turn, so worker w reads batches w, w + K, w + 2K, ...
+(persistent_workers=False, the default, forks the workers after set_epoch).
 """
 import os
+import random
 
 from . import _core
 
@@ -19,6 +35,16 @@ try:  # lazily optional: the binding must not need torch
     from torch.utils.data import Dataset as _Base
 except ImportError:  # pragma: no cover - depends on the machine
     _Base = object
+
+
+try:
+    from torch.utils.data import Sampler as _SamplerBase
+    from torch.utils.data import get_worker_info as _worker_info
+except ImportError:  # pragma: no cover - depends on the machine
+    _SamplerBase = object
+
+    def _worker_info():
+        return None
 
 
 class FileDataset(_Base):
@@ -29,6 +55,26 @@ class FileDataset(_Base):
         self.connect_options = connect_options
         self._client = None
         self._pid = None
+        self._order = None       # (epoch order, batch size) from an EpochSampler
+        self._hinted_pid = None  # the process that passed the current order on
+
+    def set_order(self, order, batch_size=1, num_workers=0):
+        """The indices this epoch will read, in order; passed to the cache
+        now (num_workers 0) or by each worker process on its first item."""
+        self._order = (list(order), max(1, int(batch_size)))
+        self._hinted_pid = None
+        if num_workers == 0 and _worker_info() is None:
+            self._hint(None)
+
+    def _hint(self, info):
+        if self._order is None or self._hinted_pid == os.getpid():
+            return
+        self._hinted_pid = os.getpid()
+        order, batch = self._order
+        if info is not None and info.num_workers > 1:
+            k, w = info.num_workers, info.id
+            order = [i for n, i in enumerate(order) if (n // batch) % k == w]
+        self._fs().prefetch([self.paths[i] for i in order])
 
     def __len__(self):
         return len(self.paths)
@@ -41,6 +87,8 @@ class FileDataset(_Base):
         return self._client
 
     def __getitem__(self, index):
+        if self._order is not None and self._hinted_pid != os.getpid():
+            self._hint(_worker_info())
         path = self.paths[index]
         fs = self._fs()
         with fs.open(path, "rb") as f:
@@ -63,4 +111,39 @@ class FileDataset(_Base):
         state = self.__dict__.copy()
         state["_client"] = None
         state["_pid"] = None
+        state["_hinted_pid"] = None
         return state
+
+
+class EpochSampler(_SamplerBase):
+    """A new seeded permutation every epoch (as DistributedSampler's
+    set_epoch), passed to the dataset's cache as the order hint."""
+
+    def __init__(self, dataset, seed=0, batch_size=1, num_workers=0, shuffle=True):
+        self.dataset = dataset
+        self.seed = seed
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.shuffle = shuffle
+        self.epoch = 0
+        self._order = None
+
+    def order(self, epoch):
+        idx = list(range(len(self.dataset)))
+        if self.shuffle:
+            random.Random(self.seed * 1000003 + epoch).shuffle(idx)
+        return idx
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+        self._order = self.order(epoch)
+        self.dataset.set_order(self._order, self.batch_size, self.num_workers)
+
+    def __iter__(self):
+        if self._order is None:
+            self.set_epoch(self.epoch)
+        order, self._order = self._order, None
+        return iter(order)
+
+    def __len__(self):
+        return len(self.dataset)

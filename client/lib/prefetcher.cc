@@ -1,0 +1,91 @@
+#include "client/lib/prefetcher.h"
+
+#include <algorithm>
+
+namespace sfs::client {
+
+Prefetcher::Prefetcher(int threads, uint64_t default_lookahead, FetchFn fetch)
+    : default_lookahead_(std::max<uint64_t>(1, default_lookahead)), fetch_(std::move(fetch)) {
+  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Loop(); });
+}
+
+Prefetcher::~Prefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void Prefetcher::Start(const Cred& c, std::vector<PrefetchItem> items, uint64_t lookahead,
+                       bool append) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!append) {
+      items_.clear();
+      next_ = frontier_ = done_ = 0;
+      ++gen_;
+    }
+    cred_ = c;
+    lookahead_ = lookahead == 0 ? default_lookahead_ : lookahead;
+    for (PrefetchItem& it : items) items_.push_back(std::move(it));
+  }
+  cv_.notify_all();
+  idle_cv_.notify_all();
+}
+
+void Prefetcher::Advance(uint64_t pos) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pos >= items_.size()) return;
+    frontier_ = std::max(frontier_, pos + 1);
+    ++moves_;
+  }
+  cv_.notify_all();
+}
+
+void Prefetcher::Clear() { Start(Cred{}, {}, 0, false); }
+
+bool Prefetcher::Ready() const {
+  if (next_ >= items_.size()) return false;
+  return lookahead_ == UINT64_MAX || next_ < frontier_ + lookahead_;
+}
+
+void Prefetcher::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || Ready(); });
+    if (stop_) return;
+    const uint64_t pos = next_++;
+    const uint64_t gen = gen_;
+    const PrefetchItem item = items_[pos];
+    const Cred cred = cred_;
+    Outcome out;
+    while (true) {
+      const uint64_t moves = moves_;
+      const bool bounded = lookahead_ != UINT64_MAX;
+      lock.unlock();
+      out = fetch_(cred, item, pos);
+      lock.lock();
+      // Nothing can make room without a reader (warm mode): give up on it.
+      if (out != Outcome::kNotYet || !bounded) break;
+      cv_.wait(lock, [&] { return stop_ || gen_ != gen || moves_ != moves; });
+      if (stop_ || gen_ != gen) break;
+    }
+    if (gen_ == gen) ++done_;
+    idle_cv_.notify_all();
+  }
+}
+
+bool Prefetcher::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return done_ >= items_.size(); });
+}
+
+std::pair<uint64_t, uint64_t> Prefetcher::Progress() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {items_.size(), done_};
+}
+
+}  // namespace sfs::client

@@ -1,0 +1,261 @@
+// The client cache (issue 18; docs/cache.md) on a real cluster: 1 MDS and 2
+// OSSes serving /metrics, and real FUSE mounts with -o cache_*. Each test has
+// its own cluster (one kills the OSSes).
+//
+// What must hold: a second read is served by the cache (the OSSes' read byte
+// counters do not move), also by a new mount over the same cache_dir with
+// every OSS gone; a rewrite through another mount is never served stale
+// after the next open; `sfs prefetch --list` warms the cache so that the
+// reads that follow are all hits; a mount without the options has no cache.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "client/lib/cache_text.h"
+#include "common/metrics/http_server.h"
+#include "tests/harness/fixture.h"
+
+namespace sfs::testing {
+namespace {
+
+// The value of the sample `series` (name and labels exactly as rendered), or 0.
+double Sample(const std::string& exposition, const std::string& series) {
+  size_t pos = 0;
+  while ((pos = exposition.find(series + " ", pos)) != std::string::npos) {
+    if (pos == 0 || exposition[pos - 1] == '\n') {
+      return std::strtod(exposition.c_str() + pos + series.size() + 1, nullptr);
+    }
+    pos += series.size();
+  }
+  return 0;
+}
+
+std::string Random(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+class CacheTest : public ClusterPerTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o;
+    o.name = "cache";
+    o.num_oss = 2;
+    o.metrics = true;
+    return o;
+  }
+  void SetUp() override {
+    ClusterPerTest::SetUp();
+    if (HasFatalFailure()) return;
+    auto c = cluster().Connect();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(*c);
+  }
+  void TearDown() override {
+    client_.reset();
+    ClusterPerTest::TearDown();
+  }
+
+  // Writes data as /name through libsfs (no mount has its pages).
+  void Put(const std::string& name, const std::string& data) {
+    client::Attr a;
+    auto f = client_->Create(kRoot, client::kRootIno, name, S_IFREG | 0644,
+                             O_WRONLY | O_CREAT | O_TRUNC, &a);
+    ASSERT_TRUE(f.ok()) << name << ": " << f.status().ToString();
+    auto w = client_->Write(**f, 0, {reinterpret_cast<const uint8_t*>(data.data()), data.size()});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE(client_->Close(*f).ok());
+  }
+  // All of path, read past the kernel's page cache (its pages dropped first),
+  // so that every byte comes from sfs-mount. errno on failure.
+  int ReadFresh(const std::string& path, std::string* out) {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return errno;
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    out->clear();
+    char buf[1 << 16];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof(buf))) > 0) out->append(buf, static_cast<size_t>(n));
+    int err = n < 0 ? errno : 0;
+    ::close(fd);
+    return err;
+  }
+  double OssReadBytes() {
+    double sum = 0;
+    for (int i = 0; i < cluster().num_oss(); ++i) {
+      Result<std::string> m = metrics::HttpGet(cluster().oss_metrics_address(i), "/metrics");
+      EXPECT_TRUE(m.ok()) << m.status().ToString();
+      if (m.ok()) sum += Sample(*m, "sfs_oss_read_bytes_total");
+    }
+    return sum;
+  }
+  // `sfs cache status` of the mount at mp.
+  client::CacheStats StatusOf(const std::string& mp) {
+    std::string out;
+    EXPECT_EQ(RunShell(SfsBinary() + " cache status " + mp + " 2>&1", &out), 0) << out;
+    Result<client::CacheStats> s = client::ParseCacheStats(out);
+    EXPECT_TRUE(s.ok()) << out;
+    return s.ok() ? *s : client::CacheStats{};
+  }
+  std::vector<std::string> CacheOptions(const std::string& ram = "8M") {
+    return {"cache_dir=" + cluster().root() + "/cache", "cache_size=64M", "cache_ram=" + ram};
+  }
+
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(CacheTest, HitsAreServedWithoutTheOssesAlsoByANewMountWhenTheyAreGone) {
+  // One block, several blocks and a tail, exactly one block (blocks are 1 MiB).
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"small", Random(100 << 10, 1)}, {"multi", Random(3 * (1 << 20) + 7, 2)},
+      {"edge", Random(1 << 20, 3)}};
+  for (const auto& [name, data] : files) Put(name, data);
+  auto a = cluster().Mount({}, CacheOptions());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  std::string got;
+  for (const auto& [name, data] : files) {
+    ASSERT_EQ(ReadFresh(*a + "/" + name, &got), 0) << name;
+    EXPECT_TRUE(SameBytes(got, data)) << name;
+  }
+  const double after_first = OssReadBytes();
+  EXPECT_GE(after_first, double(files[1].second.size())) << "the first reads came from the OSSes";
+  client::CacheStats s1 = StatusOf(*a);
+  EXPECT_GT(s1.misses, 0u);
+  for (const auto& [name, data] : files) {
+    ASSERT_EQ(ReadFresh(*a + "/" + name, &got), 0) << name;
+    EXPECT_TRUE(SameBytes(got, data)) << name;
+  }
+  EXPECT_EQ(OssReadBytes(), after_first) << "a cached block was read from an OSS again";
+  client::CacheStats s2 = StatusOf(*a);
+  EXPECT_EQ(s2.misses, s1.misses);
+  EXPECT_GT(s2.hits, 0u);
+  EXPECT_EQ(s2.dir.rfind(cluster().root() + "/cache/", 0), 0u) << s2.dir;
+
+  // Persistence: unmount, stop every OSS, mount again over the same cache_dir.
+  Put("unseen", Random(5000, 4));
+  ASSERT_TRUE(cluster().Unmount(*a).ok());
+  for (int i = 0; i < cluster().num_oss(); ++i) ASSERT_TRUE(cluster().KillOss(i).ok());
+  std::vector<std::string> opts = CacheOptions();
+  opts.push_back("rpc_timeout_ms=1500");
+  auto b = cluster().Mount({}, opts);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  for (const auto& [name, data] : files) {
+    ASSERT_EQ(ReadFresh(*b + "/" + name, &got), 0) << name << " not served from cache_dir";
+    EXPECT_TRUE(SameBytes(got, data)) << name;
+  }
+  EXPECT_EQ(StatusOf(*b).misses, 0u);
+  // ...while a file the cache never saw really needs the (gone) OSSes.
+  EXPECT_EQ(ReadFresh(*b + "/unseen", &got), EIO);
+}
+
+TEST_F(CacheTest, ARewriteThroughAnotherMountIsNeverServedStaleAfterReopen) {
+  auto a = cluster().Mount({}, {"cache_ram=32M"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto b = cluster().Mount();  // no cache
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const std::string v1 = Random((2 << 20) + 100, 10), v2 = Random(v1.size(), 11);
+  Put("f", v1);  // closed at the MDS when this returns (a mount's release is asynchronous)
+  std::string got;
+  ASSERT_EQ(ReadFresh(*a + "/f", &got), 0);
+  ASSERT_TRUE(SameBytes(got, v1));
+  ASSERT_EQ(ReadFresh(*a + "/f", &got), 0);  // now cached
+  ASSERT_TRUE(SameBytes(got, v1));
+  const client::CacheStats before = StatusOf(*a);
+  EXPECT_GT(before.hits, 0u);
+
+  // Same size, other bytes, written in place (no O_TRUNC: the size never
+  // changes). Whether B's release reached the MDS before A's open or not, A
+  // must read v2: a new version, or an open that shares a writer (uncached).
+  int fd = ::open((*b + "/f").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, v2.data(), v2.size(), 0), static_cast<ssize_t>(v2.size()));
+  ASSERT_EQ(::close(fd), 0);
+  ASSERT_EQ(ReadFresh(*a + "/f", &got), 0);
+  EXPECT_TRUE(SameBytes(got, v2)) << "stale bytes served after the rewrite";
+  // Its first block was not in the cache: the new version missed (the
+  // kernel's later pieces of a fetched block may hit, so hits can grow).
+  EXPECT_GT(StatusOf(*a).misses, before.misses) << "the reopen after a rewrite must miss";
+
+  // Truncated and rewritten shorter.
+  const std::string v3 = Random(70000, 12);
+  ASSERT_TRUE(WriteFile(*b + "/f", v3));
+  ASSERT_EQ(ReadFresh(*a + "/f", &got), 0);
+  EXPECT_TRUE(SameBytes(got, v3));
+
+  // The default is off: the plain mount has no cache to ask.
+  std::string out;
+  EXPECT_EQ(RunShell(SfsBinary() + " cache status " + *b + " 2>&1", &out), 1) << out;
+  EXPECT_NE(out.find("no client cache"), std::string::npos) << out;
+}
+
+TEST_F(CacheTest, PrefetchOfAListWarmsTheCacheAndTheReadsThatFollowAreHits) {
+  auto a = cluster().Mount({}, {"cache_ram=64M"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  constexpr int kFiles = 20;
+  std::vector<std::string> data;
+  std::string list;
+  for (int i = 0; i < kFiles; ++i) {
+    data.push_back(Random(100 << 10, 100 + i));
+    Put("s" + std::to_string(i), data.back());
+    list += *a + "/s" + std::to_string(i) + "\n";
+  }
+  list += *a + "/missing\n";  // skipped and counted, no error for the others
+  const std::string list_path = cluster().root() + "/order.txt";
+  ASSERT_TRUE(WriteFile(list_path, list));
+  std::string out;
+  ASSERT_EQ(RunShell(SfsBinary() + " prefetch --wait --list " + list_path + " 2>&1", &out), 0)
+      << out;
+  EXPECT_NE(out.find("21 entries fetched or skipped"), std::string::npos) << out;
+  client::CacheStats s = StatusOf(*a);
+  EXPECT_EQ(s.prefetch_files, uint64_t{kFiles});
+  EXPECT_EQ(s.prefetch_skipped, 1u);
+  EXPECT_EQ(s.blocks, uint64_t{kFiles});
+  EXPECT_EQ(s.misses, 0u);
+
+  const double before = OssReadBytes();
+  std::string got;
+  for (int i = 0; i < kFiles; ++i) {
+    ASSERT_EQ(ReadFresh(*a + "/s" + std::to_string(i), &got), 0);
+    EXPECT_TRUE(SameBytes(got, data[i])) << i;
+  }
+  EXPECT_EQ(OssReadBytes(), before) << "prefetched files were read from the OSSes again";
+  s = StatusOf(*a);
+  EXPECT_EQ(s.misses, 0u);
+  EXPECT_GE(s.hits, uint64_t{kFiles});
+
+  ASSERT_EQ(RunShell(SfsBinary() + " cache drop " + *a + " 2>&1", &out), 0) << out;
+  EXPECT_EQ(StatusOf(*a).blocks, 0u);
+  // Bad input: a list line with a range that is not numbers.
+  ASSERT_TRUE(WriteFile(list_path, *a + "/s0\tx\t5\n"));
+  EXPECT_EQ(RunShell(SfsBinary() + " prefetch --list " + list_path + " 2>&1", &out), 1) << out;
+  EXPECT_NE(out.find("bad offset"), std::string::npos) << out;
+}
+
+TEST_F(CacheTest, TheCacheNeverGrowsPastItsSize) {
+  auto a = cluster().Mount({}, {"cache_ram=2M"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  std::string got;
+  for (int i = 0; i < 6; ++i) {
+    std::string d = Random((1 << 20) + 1000, 200 + i);
+    Put("big" + std::to_string(i), d);
+    ASSERT_EQ(ReadFresh(*a + "/big" + std::to_string(i), &got), 0);
+    EXPECT_TRUE(SameBytes(got, d));
+  }
+  client::CacheStats s = StatusOf(*a);
+  EXPECT_EQ(s.capacity, 2u << 20);
+  EXPECT_LE(s.bytes, s.capacity);
+  EXPECT_GT(s.evictions, 0u);
+}
+
+}  // namespace
+}  // namespace sfs::testing
