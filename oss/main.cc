@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <cerrno>
 #include <mutex>
 #include <set>
 #include <string>
@@ -30,6 +31,7 @@
 #include "common/config/config_file.h"
 #include "common/config/daemon_notify.h"
 #include "common/rpc/rpc.h"
+#include "oss/kv/kv_store.h"
 #include "oss/registrar/advertise.h"
 #include "oss/registrar/registrar.h"
 #include "oss/service/oss_service.h"
@@ -45,12 +47,15 @@ constexpr char kUsage[] =
     "[--inline-read-kib N (0-1024: reads up to N KiB served on the I/O thread; 0 = none)] "
     "[--advertise HOST:PORT (the address registered with the MDS, if not the listening one)] "
     "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)] "
-    "[--cluster-key FILE (mode 0600: check the MDS's capabilities on every object request)]";
+    "[--cluster-key FILE (mode 0600: check the MDS's capabilities on every object request)] "
+    "[--kv-capacity SIZE (the KV-cache tier: bytes of blocks per OSS, K/M/G/T suffixes; "
+    "0 = no tier, the default)] [--kv-tenant-quota SIZE (per tenant per OSS; default: all)]";
 
 // Every flag ParseFlags knows, to tell a bad value from an unknown flag.
 constexpr std::string_view kFlagNames =
     " mds ost listen heartbeat-ms workers io-threads checksums transport tombstone-ttl-s "
-    "max-inflight-mib inline-read-kib advertise metrics-listen fencing cluster-key ";
+    "max-inflight-mib inline-read-kib advertise metrics-listen fencing cluster-key kv-capacity "
+    "kv-tenant-quota ";
 
 // Read when it exists and no --config names another (common/config/config_file.h).
 constexpr char kDefaultConfig[] = "/etc/stripefs/oss.conf";
@@ -71,6 +76,9 @@ struct Flags {
   std::string advertise;
   std::string metrics_listen;  // "" = no metrics endpoint (the default)
   std::string cluster_key;     // "" = no capabilities checked (docs/security.md)
+  // The KV-cache tier (docs/kv.md): split evenly over this OSS's OSTs.
+  uint64_t kv_capacity = 0;      // 0 = none
+  uint64_t kv_tenant_quota = 0;  // 0 = kv_capacity
   // Not in the usage: off only shows what the write fence prevents (fence_test).
   bool fencing = true;
 };
@@ -80,6 +88,26 @@ bool ParseInt(const std::string& s, int lo, int hi, int* out) {
   long v = std::strtol(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0' || v < lo || v > hi) return false;
   *out = static_cast<int>(v);
+  return true;
+}
+
+// "4096", "64K", "1G" (powers of 1024) -> bytes; false on anything else.
+bool ParseBytes(const std::string& s, uint64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || s[0] == '-' || end == s.c_str() || errno != 0) return false;
+  int shift = 0;
+  switch (*end) {
+    case '\0': break;
+    case 'K': case 'k': shift = 10; ++end; break;
+    case 'M': case 'm': shift = 20; ++end; break;
+    case 'G': case 'g': shift = 30; ++end; break;
+    case 'T': case 't': shift = 40; ++end; break;
+    default: return false;
+  }
+  if (*end != '\0' || (shift > 0 && v > (~0ull >> shift))) return false;
+  *out = static_cast<uint64_t>(v) << shift;
   return true;
 }
 
@@ -117,6 +145,8 @@ std::string ParseFlags(const std::vector<config::Arg>& args, Flags* f) {
     else if (arg == "--metrics-listen") f->metrics_listen = value;
     else if (arg == "--cluster-key") f->cluster_key = value;
     else if (arg == "--fencing" && (value == "on" || value == "off")) f->fencing = value == "on";
+    else if (arg == "--kv-capacity" && ParseBytes(value, &f->kv_capacity)) continue;
+    else if (arg == "--kv-tenant-quota" && ParseBytes(value, &f->kv_tenant_quota)) continue;
     else if (arg.starts_with("--") && kFlagNames.find(" " + arg.substr(2) + " ") != std::string::npos)
       return where + "bad value for " + arg;
     else return where + "unknown flag " + arg;
@@ -142,6 +172,24 @@ void RaiseFdLimit() {
 }
 
 using Stores = std::vector<std::unique_ptr<ObjectStore>>;
+using KvStores = std::vector<std::unique_ptr<kv::KvStore>>;
+
+// One KvStore per OST (under <ost>/kv), each with its share of the flags'
+// bytes; none without --kv-capacity.
+Result<KvStores> OpenKvStores(const Flags& flags) {
+  KvStores kvs;
+  if (flags.kv_capacity == 0) return kvs;
+  kv::KvOptions opts;
+  opts.capacity = flags.kv_capacity / flags.osts.size();
+  opts.tenant_quota = flags.kv_tenant_quota / flags.osts.size();
+  for (const std::string& dir : flags.osts) {
+    SFS_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStore> s, kv::KvStore::Open(dir, opts));
+    kvs.push_back(std::move(s));
+  }
+  LOG_INFO("kv tier: " << opts.capacity << " bytes per OST, tenant quota "
+                       << (opts.tenant_quota == 0 ? opts.capacity : opts.tenant_quota));
+  return kvs;
+}
 
 Result<Stores> OpenStores(const std::vector<std::string>& dirs, bool checksums) {
   Stores stores;
@@ -206,7 +254,7 @@ int Fail(const Status& st) {
 }
 
 // Registers, serves until a signal arrives, then stops everything in order.
-int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
+int Serve(const Flags& flags, Stores& stores, KvStores& kvs, const sigset_t& signals) {
   // Client channels: to the MDS (registrar) and to peer OSSes (copies' pulls).
   std::unique_ptr<rpc::IoContext> io = rpc::IoContext::Create(1);
   PeerChannels peers(io.get());
@@ -214,6 +262,9 @@ int Serve(const Flags& flags, Stores& stores, const sigset_t& signals) {
   if (!flags.fencing) LOG_WARN("--fencing=off: late writes may overwrite newer ones");
   service.SetPeers(&peers);
   service.set_inline_read_max(static_cast<uint64_t>(flags.inline_read_kib) * 1024);
+  OssService::KvTargets kv_targets;
+  for (size_t i = 0; i < kvs.size(); ++i) kv_targets[stores[i].get()] = kvs[i].get();
+  service.set_kv(std::move(kv_targets));
   if (!flags.cluster_key.empty()) {
     sfs::Result<sfs::auth::ClusterKey> key = sfs::auth::LoadKey(flags.cluster_key);
     if (!key.ok()) return Fail(key.status());
@@ -324,7 +375,9 @@ int main(int argc, char** argv) {
   RaiseFdLimit();
   auto stores = OpenStores(flags.osts, flags.checksums);
   if (!stores.ok()) return Fail(stores.status());
-  int rc = Serve(flags, *stores, signals);
+  auto kvs = OpenKvStores(flags);
+  if (!kvs.ok()) return Fail(kvs.status());
+  int rc = Serve(flags, *stores, *kvs, signals);
   LOG_INFO("stopped");
   return rc;
 }

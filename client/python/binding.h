@@ -226,4 +226,7 @@ class File {
   const bool write_behind_;
 };
 
+// Adds the submodule stripefs._core.kv (kv_binding.cc).
+void BindKv(py::module_& m);
+
 }  // namespace sfs::python

@@ -156,6 +156,7 @@ void InitModule(py::module_& m) {
   BindStat(m);
   BindFile(m);
   BindClient(m);
+  BindKv(m);
   m.def(
       "connect",
       [](const std::string& address, double rpc_timeout, double connect_timeout,

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/rpc/bulk_crc.h"
 #include "oss.pb.h"
+#include "oss/service/kv_ops.h"
 
 namespace sfs::oss {
 namespace {
@@ -268,7 +269,7 @@ Status Dispatch(ObjectStore& store, const OssRequest& req, const rpc::Request& r
     case OssRequest::kFallocate: return DoFallocate(store, req);
     case OssRequest::kSeek: return DoSeek(store, req, resp);
     case OssRequest::kCopy: break;  // OssService::Copy (it needs the other targets)
-    case OssRequest::OP_NOT_SET: break;
+    default: break;  // kv ops: OssService::HandleKv; OP_NOT_SET
   }
   return Status::Errno(EPROTO, "request has no known op");
 }
@@ -305,7 +306,7 @@ uint32_t NeededRight(OssRequest::OpCase op) {
     case OssRequest::kDestroy:
     case OssRequest::kDestroyBatch: return auth::kAdmin;
     case OssRequest::kStatfs: return 0;
-    case OssRequest::OP_NOT_SET: break;
+    default: break;  // kv ops: KvTenant; OP_NOT_SET
   }
   return auth::kAdmin;  // an op this check does not know: only the servers' own capabilities
 }
@@ -383,6 +384,44 @@ Status OssService::CheckCapabilities(const OssRequest& oreq) const {
   return Status::Ok();
 }
 
+Result<uint32_t> OssService::KvTenant(const OssRequest& oreq) const {
+  constexpr uint32_t kDefaultTenant = 0;
+  if (!key_.has_value()) return kDefaultTenant;
+  if (oreq.capabilities_size() == 0) return Status::Errno(EACCES, "no capability for the kv tier");
+  const int64_t now = auth::NowUnix();
+  Status last;
+  for (const std::string& token : oreq.capabilities()) {
+    Result<auth::Capability> cap = auth::Verify(token, *key_, now);
+    if (!cap.ok()) {
+      last = cap.status();
+    } else if (cap->all_objects || (cap->rights & auth::kAdmin) != 0) {
+      return kDefaultTenant;
+    }
+  }
+  return last.ok() ? Status::Errno(EACCES, "no capability grants the kv tier") : last;
+}
+
+void OssService::HandleKv(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
+  OssResponse resp;
+  Result<uint32_t> tenant = KvTenant(oreq);
+  if (!tenant.ok()) {
+    LogDenied(oreq, tenant.status());
+    return Finish(tenant.status(), &resp, reply);
+  }
+  ObjectStore* store = Find(oreq.ost());
+  if (store == nullptr) {
+    return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);
+  }
+  auto it = kv_.find(store);
+  if (it == kv_.end()) {
+    return Finish(Status::Errno(EOPNOTSUPP, "no kv tier on this OSS (sfs-oss --kv-capacity)"),
+                  &resp, reply);
+  }
+  Status st = DispatchKv(*it->second, *tenant, oreq, req, &resp, reply);
+  if (st.code() == EIO) LOG_ERROR("ost " << oreq.ost() << " kv: " << st.ToString());
+  Finish(st, &resp, reply);
+}
+
 // The source from this OSS's own store when it serves src_ost, else pulled
 // from src_address (copy_op.h).
 Status OssService::Copy(ObjectStore& dst, const OssRequest& req) const {
@@ -428,6 +467,7 @@ ObjectStore* OssService::Find(uint32_t ost) const {
 uint64_t OssService::ReplyBulkHint(std::string_view payload) {
   OssRequest oreq;
   if (!oreq.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return 0;
+  if (oreq.op_case() == OssRequest::kKvGet) return std::min(oreq.kv_get().block_size(), kMaxIo);
   if (oreq.op_case() != OssRequest::kRead || oreq.read().length() > kMaxIo) return 0;
   return oreq.read().length();
 }
@@ -439,6 +479,8 @@ static void DataBytes(const OssRequest& oreq, const rpc::Request& req, uint64_t*
   *read = *written = 0;
   if (oreq.op_case() == OssRequest::kRead) *read = oreq.read().length();
   if (oreq.op_case() == OssRequest::kWrite) *written = req.bulk_bytes().size();
+  if (oreq.op_case() == OssRequest::kKvPut) *written = req.bulk_bytes().size();
+  if (oreq.op_case() == OssRequest::kKvGet) *read = oreq.kv_get().block_size();
   if (oreq.op_case() == OssRequest::kWriteV) {
     for (const proto::ObjExtent& e : oreq.write_v().extents()) *written += e.length();
   }
@@ -527,6 +569,7 @@ void OssService::HandleCounted(const OssRequest& oreq, rpc::Request& req, rpc::R
 }
 
 void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
+  if (IsKvOp(oreq.op_case())) return HandleKv(oreq, req, reply);
   OssResponse resp;
   if (key_.has_value()) {
     Status allowed = CheckCapabilities(oreq);

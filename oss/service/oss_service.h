@@ -21,6 +21,10 @@
 //   object or overlapping ranges of one object           -> EINVAL (destination: EFBIG);
 //   a source OST not served here without src_address     -> EXDEV (copy_op.h)
 //   anything the store reports (ENOSPC, EIO, EFBIG ...)  -> passed through
+//   a kv op (kv_ops.h, docs/kv.md) on an OSS without a kv tier
+//   (--kv-capacity)                                      -> EOPNOTSUPP; its own
+//                                                          errors as kv_store.h says;
+//                                                          a miss is OK, found false
 //   a write, write_v, truncate, punch, fallocate or copy whose fence_epoch
 //   is older than one its client sent since              -> ESTALE + fenced, nothing
 //                                                          applied (write_fence.h)
@@ -46,6 +50,7 @@
 #include "common/auth/capability.h"
 #include "common/auth/capability_cache.h"
 #include "common/rpc/rpc.h"
+#include "oss/kv/kv_store.h"
 #include "oss/service/copy_op.h"
 #include "oss/service/oss_metrics.h"
 #include "oss/service/qos.h"
@@ -114,6 +119,17 @@ class OssService : public rpc::Handler {
   // its objects with the op's right (docs/protocol.md "Capabilities"); without
   // one nothing is checked. REQUIRES: set before serving.
   void set_cluster_key(auth::ClusterKey key) { key_ = std::move(key); }
+  // The KV-cache tier of each OST store (docs/kv.md); a store without one
+  // answers kv ops EOPNOTSUPP. REQUIRES: set before serving; the stores
+  // outlive this service.
+  using KvTargets = std::unordered_map<const ObjectStore*, kv::KvStore*>;
+  void set_kv(KvTargets kv) { kv_ = std::move(kv); }
+  // The tenant a kv request acts for, or EACCES. The one place that decides
+  // it: until tenants exist (issue 19 builds on a default tenant), every
+  // request is tenant 0; with a cluster key it must carry a capability that
+  // Verify()s and covers every object (kAdmin or all_objects: an operator's
+  // or a server's token), since no MDS grant of kv rights exists yet.
+  Result<uint32_t> KvTenant(const proto::OssRequest& oreq) const;
 
  private:
   ObjectStore* Find(uint32_t ost) const;
@@ -128,10 +144,14 @@ class OssService : public rpc::Handler {
   // EACCES unless oreq's capabilities allow it (set_cluster_key).
   Status CheckCapabilities(const proto::OssRequest& oreq) const;
 
+  // A kv op, on the OST store's KvStore, for KvTenant's tenant.
+  void HandleKv(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
+
   std::optional<auth::ClusterKey> key_;
   // Tokens verified once, found by their bytes after (capability_cache.h).
   mutable auth::CapabilityCache verified_;
   QosScheduler* qos_ = nullptr;
+  KvTargets kv_;
   uint64_t inline_read_max_ = kDefaultInlineReadMax;
   OssMetrics* metrics_ = nullptr;
   std::atomic<PeerChannels*> peers_{nullptr};

@@ -145,7 +145,7 @@ std::vector<Page> Pages() {
       {"sfs-mount.8", {b + "/client/fuse/sfs-mount --help"}, true},
       {"sfs-bench.1",
        {b + "/tools/sfs-bench --help", b + "/tools/sfs-bench ior --help",
-        b + "/tools/sfs-bench mdtest --help"}},
+        b + "/tools/sfs-bench mdtest --help", b + "/tools/sfs-bench kv --help"}},
   };
   // sfs-demo has no options: with none its usage line shows.
   pages.push_back({"sfs-demo.1", {b + "/client/sfs-demo"}, false, 0});

@@ -85,7 +85,7 @@ def tail(path, lines=20):
 
 
 class Cluster:
-    def __init__(self, mds_bin, oss_bin, num_oss):
+    def __init__(self, mds_bin, oss_bin, num_oss, oss_args=()):
         base = os.environ.get("SFS_TEST_TMPDIR") or tempfile.gettempdir()
         self.root = tempfile.mkdtemp(prefix="sfs-python-", dir=base)
         logs = os.path.join(self.root, "logs")
@@ -101,7 +101,7 @@ class Cluster:
             os.makedirs(ost)
             self.daemons.append(Daemon("oss%d" % i, [
                 oss_bin, "--mds", mds.address, "--ost", ost, "--listen", "127.0.0.1:0",
-                "--heartbeat-ms", "200"], logs))
+                "--heartbeat-ms", "200"] + list(oss_args), logs))
 
     def wait_osts_up(self, client, n):
         # Polls the MDS's own view (as the C++ harness does), with a deadline.

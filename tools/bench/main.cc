@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tools/bench/ior.h"
+#include "tools/bench/kv_bench.h"
 #include "tools/bench/mdtest.h"
 #include "tools/bench/tasks.h"
 
@@ -18,6 +19,7 @@ constexpr const char* kUsage =
     "  ior      IOR-style bandwidth: file per process or shared N-to-1 strided,\n"
     "           sequential or random, with data verification\n"
     "  mdtest   mdtest-style metadata rates: create, stat, read, remove\n"
+    "  kv       the KV-cache tier (docs/kv.md): put/get GB/s of blocks, get latency\n"
     "\n"
     "Run 'sfs-bench COMMAND --help' for a command's options.\n";
 
@@ -30,6 +32,7 @@ int Dispatch(int argc, char** argv, int mpi_size) {
   std::string cmd = argv[1];
   if (cmd == "ior") return sfs::bench::RunIor(argc - 1, argv + 1, mpi_size);
   if (cmd == "mdtest") return sfs::bench::RunMdtest(argc - 1, argv + 1, mpi_size);
+  if (cmd == "kv") return sfs::bench::RunKv(argc - 1, argv + 1);
   std::fprintf(stderr, "sfs-bench: unknown command '%s' (try 'sfs-bench --help')\n", cmd.c_str());
   return 2;
 }

@@ -1,0 +1,29 @@
+// The KV-cache tier's ops of OssService (oss.proto Kv*Req, docs/kv.md): the
+// request's fields checked and handed to the OST's KvStore, the outcome
+// packed into OssResponse.kv. The tenant is decided before (OssService::
+// KvTenant): these functions never look at credentials.
+#pragma once
+
+#include <cstdint>
+
+#include "common/rpc/rpc.h"
+#include "common/status.h"
+#include "oss/kv/kv_store.h"
+
+namespace sfs::proto {
+class OssRequest;
+class OssResponse;
+}  // namespace sfs::proto
+
+namespace sfs::oss {
+
+// True iff op (an OssRequest::OpCase) is one of the kv ops.
+bool IsKvOp(int op);
+
+// Runs a kv op for tenant on store. A get's block goes in reply's bulk
+// (pooled when rreq has a pool, its crc then given as reply->bulk_value, so
+// the frame crc costs no second pass). A miss is OK with found false.
+Status DispatchKv(kv::KvStore& store, uint32_t tenant, const proto::OssRequest& req,
+                  const rpc::Request& rreq, proto::OssResponse* resp, rpc::Reply* reply);
+
+}  // namespace sfs::oss
