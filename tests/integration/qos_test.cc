@@ -11,21 +11,12 @@
 
 #include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
+#include "tests/integration/exposition.h"
 #include "tests/integration/mini_json.h"
 
 namespace sfs::testing {
 namespace {
 
-double Sample(const std::string& exposition, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = exposition.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || exposition[pos - 1] == '\n') {
-      return std::strtod(exposition.c_str() + pos + series.size() + 1, nullptr);
-    }
-    pos += series.size();
-  }
-  return 0;
-}
 
 class QosTest : public SharedClusterTest<QosTest> {
  public:
