@@ -4,9 +4,13 @@
 // timeouts, client session expiry, orphan reaping). Runs in the foreground;
 // prints "LISTENING host:port" on stdout once serving; SIGTERM/SIGINT stop it
 // cleanly (a last metadata commit, then exit 0); bad flags exit 2 with a
-// one-line usage. --commit-interval-ms: 0 (the default) commits every
-// metadata change before its reply; N > 0 acknowledges first and commits
-// every N ms (faster, loses up to N ms on power loss); see
+// one-line usage. --replay on (the default): a metadata change is answered
+// before its commit, with a transno; clients keep what is not committed yet
+// and replay it after a restart (replay_ops.cc), so nothing acknowledged is
+// lost to a power cut; the commit thread runs every --commit-interval-ms
+// (default 200 then). --replay off: --commit-interval-ms 0 (the default
+// then) commits every change before its reply; N > 0 acknowledges first and
+// commits every N ms (loses up to N ms on power loss); see
 // docs/durability.md. --inline
 // off: every request goes through the worker pool (MdsService::set_inline).
 // --io-threads N: TCP I/O threads (default 1: inline answers need no other).
@@ -48,7 +52,8 @@ constexpr const char* kDefaultConfig = "/etc/stripefs/mds.conf";
 
 constexpr const char* kUsage =
     "usage: sfs-mds [--config FILE (default /etc/stripefs/mds.conf)] --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
-    "[--commit-interval-ms N (0 = commit before every reply, the default)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
+    "[--replay on|off (default on)] [--recovery-window-ms N (default 5000)] "
+    "[--commit-interval-ms N (default 200 with replay; without, 0 = commit before every reply)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
     "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N] "
     "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)] "
     "[--cluster-key FILE (mode 0600: sign capabilities the OSSes check)]";
@@ -58,7 +63,9 @@ struct Flags {
   std::string listen;
   int64_t client_timeout_ms = 30000;
   int64_t ost_timeout_ms = 5000;
-  int64_t commit_interval_ms = kDefaultCommitIntervalMs;
+  int64_t commit_interval_ms = -1;  // -1: the mode's default
+  bool replay = true;               // MdsService::set_replay
+  int64_t recovery_window_ms = 5000;
   rpc::TransportMode transport = rpc::TransportMode::kAuto;
   int64_t lease_ms = 5000;  // metadata leases (mds/lease/lease_table.h)
   bool inline_handlers = true;  // answer on the I/O thread (MdsService::set_inline)
@@ -131,6 +138,11 @@ Flags ParseFlags(const std::vector<config::Arg>& args) {
       if (f.io_threads > 64) UsageError(where + "bad value for " + a);
     } else if (a == "--lock-grace-ms") {
       f.lock_grace_ms = ParseMs(where, a, v, /*zero_ok=*/true);
+    } else if (a == "--replay") {
+      if (value != "on" && value != "off") UsageError(where + "bad value for --replay (on|off)");
+      f.replay = value == "on";
+    } else if (a == "--recovery-window-ms") {
+      f.recovery_window_ms = ParseMs(where, a, v);
     } else if (a == "--inline") {
       if (value != "on" && value != "off") UsageError(where + "bad value for --inline (on|off)");
       f.inline_handlers = value == "on";
@@ -231,7 +243,7 @@ void AddTableCollectors(metrics::Registry* r, Namespace* ns, OstRegistry* osts,
   });
 }
 
-int Run(const Flags& flags, const sigset_t& stop_signals) {
+int Run(Flags flags, const sigset_t& stop_signals) {
   std::string host;
   uint16_t port = 0;
   Status st = rpc::ParseAddress(flags.listen, &host, &port);
@@ -260,6 +272,14 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   OstRegistry osts(store->get());
   NamespaceOptions nopts;
   nopts.client_timeout_ms = flags.client_timeout_ms;
+  if (flags.commit_interval_ms < 0) {
+    flags.commit_interval_ms = flags.replay ? kReplayCommitIntervalMs : kDefaultCommitIntervalMs;
+  }
+  if (flags.replay && flags.commit_interval_ms == 0) {
+    // Every reply waits for its commit: nothing is left to replay.
+    LOG_INFO("--commit-interval-ms 0: every change commits before its reply; replay off");
+    flags.replay = false;
+  }
   nopts.commit_interval_ms = flags.commit_interval_ms;
   Namespace ns(store->get(), &osts, nopts);
   st = osts.Load(NowMs());
@@ -299,6 +319,9 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   kopts.client_timeout_ms = flags.client_timeout_ms;
   std::string lock_marker = flags.data + "/locks_granted";
   kopts.grace_ms = std::filesystem::exists(lock_marker) ? flags.lock_grace_ms : 0;
+  // Replays come before reclaims: clients re-open and re-lock after them.
+  const bool recover = flags.replay && !ns.clean_start() && !ns.KnownClients().empty();
+  if (recover && kopts.grace_ms > 0) kopts.grace_ms += flags.recovery_window_ms;
   kopts.on_first_grant = [lock_marker] {
     if (std::FILE* f = std::fopen(lock_marker.c_str(), "w")) std::fclose(f);
   };
@@ -307,6 +330,10 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   // Inline answers never wait for the disk: a reply waiting for its commit is
   // held by the Committer, not by the I/O thread.
   service.set_inline(flags.inline_handlers);
+  service.set_replay(flags.replay);
+  if (recover) {
+    service.BeginRecovery(ns.KnownClients(), std::chrono::milliseconds(flags.recovery_window_ms));
+  }
   // Metrics (off by default). Declared after what their collectors read, so
   // the server stops (at scope end) before those go.
   metrics::Registry registry;

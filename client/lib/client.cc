@@ -351,6 +351,8 @@ Client::~Client() {
   if (impl_) impl_->StopDeferredCloses();
   if (impl_ && impl_->watch) impl_->watch->Stop();
   if (impl_ && impl_->keepalive) impl_->keepalive->Stop();
+  // Last: so that a later MDS recovery does not wait for this client.
+  if (impl_ && impl_->mds) impl_->mds->Leave();
 }
 
 Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {

@@ -139,11 +139,134 @@ void MdsClient::NoteEpoch(uint64_t epoch) {
   uint64_t old = epoch_.load();
   while (old != epoch && !epoch_.compare_exchange_weak(old, epoch)) {
   }
-  if (old == epoch || old == 0) return;
+  if (old == epoch) return;
+  if (old == 0) {  // first contact: nothing kept from before
+    std::lock_guard<std::mutex> l(replay_mu_);
+    replayed_epoch_ = std::max(replayed_epoch_, epoch);
+    return;
+  }
   LOG_INFO("MDS " << address() << " restarted (boot epoch " << old << " -> " << epoch
-                  << "): re-opening open files");
+                  << "): replaying, then re-opening open files");
+  // Before the listener: files re-opened must exist again first.
+  EnsureReplayed(epoch);
   epoch_changed_ = true;
   if (on_new_epoch_) on_new_epoch_();
+}
+
+size_t MdsClient::kept_requests() const {
+  std::lock_guard<std::mutex> l(replay_mu_);
+  return kept_.size();
+}
+
+void MdsClient::Keep(const proto::MdsRequest& req, const proto::MdsResponse& resp) {
+  proto::MdsRequest copy = req;
+  copy.clear_closes();  // an open does not outlive a restart: nothing to close then
+  proto::ReplayInfo* info = copy.mutable_replay_info();
+  info->set_epoch(resp.boot_epoch());
+  info->set_transno(resp.transno());
+  if (resp.has_open()) {
+    info->set_ino(resp.open().attr().ino());
+    *info->mutable_layout() = resp.open().layout();
+    info->mutable_layout()->clear_capability();
+  } else if (resp.has_attr() && (req.has_mkdir() || req.has_mknod() || req.has_symlink())) {
+    info->set_ino(resp.attr().attr().ino());
+    if (resp.has_replay_layout()) *info->mutable_layout() = resp.replay_layout();
+  }
+  std::string bytes = copy.SerializeAsString();
+  recorded_.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> l(replay_mu_);
+  kept_[{resp.boot_epoch(), resp.transno()}] = std::move(bytes);
+}
+
+void MdsClient::Prune(uint64_t epoch, uint64_t last_committed) {
+  if (last_committed == 0) return;
+  std::lock_guard<std::mutex> l(replay_mu_);
+  if (kept_.empty()) return;
+  kept_.erase(kept_.lower_bound({epoch, 0}), kept_.upper_bound({epoch, last_committed}));
+}
+
+void MdsClient::EnsureReplayed(uint64_t epoch) {
+  std::vector<std::pair<uint64_t, uint64_t>> keys;
+  std::vector<std::string> requests;
+  {
+    std::unique_lock<std::mutex> l(replay_mu_);
+    replay_cv_.wait(l, [&] { return replayed_epoch_ >= epoch || !replaying_; });
+    if (replayed_epoch_ >= epoch) return;
+    replaying_ = true;
+    for (auto it = kept_.begin(); it != kept_.end() && it->first.first < epoch; ++it) {
+      keys.push_back(it->first);
+      requests.push_back(it->second);
+    }
+  }
+  Status st = SendReplay(requests);
+  if (!st.ok()) {
+    LOG_WARN("replay of " << requests.size() << " request(s) to MDS " << address() << ": "
+                          << st.ToString() << " (kept for its next restart)");
+  }
+  std::lock_guard<std::mutex> l(replay_mu_);
+  if (st.ok()) {
+    for (const auto& k : keys) kept_.erase(k);  // the MDS committed them before answering
+  }
+  replayed_epoch_ = std::max(replayed_epoch_, epoch);
+  replaying_ = false;
+  replay_cv_.notify_all();
+}
+
+Status MdsClient::SendReplay(const std::vector<std::string>& requests) {
+  proto::MdsRequest req;
+  req.set_client_id(client_id_);
+  req.set_xid(NextXid());
+  for (const std::string& r : requests) req.mutable_replay()->add_requests(r);
+  const std::string payload = req.SerializeAsString();
+  const auto deadline = std::chrono::steady_clock::now() + recovery_timeout_;
+  rpc::Response raw;
+  for (;;) {
+    rpc::CallOptions opts;
+    opts.held = true;  // the MDS answers once every client has reported
+    opts.timeout = std::max(std::chrono::milliseconds(1),
+                            std::chrono::duration_cast<std::chrono::milliseconds>(
+                                deadline - std::chrono::steady_clock::now()));
+    Status st = channel_->Call(rpc::kServiceMds, payload, {}, {}, &raw, opts);
+    if (st.ok()) break;
+    if (!IsTransportError(st.code()) || shutting_down_.load(std::memory_order_acquire) ||
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline) {
+      return st;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  proto::MdsResponse resp;
+  if (!resp.ParseFromString(raw.payload)) return Status(EBADMSG, "unparsable MDS reply");
+  if (resp.status().code() == EPROTO && !resp.has_replay()) {
+    return Status::Ok();  // an MDS without replay commits before it answers: nothing to send
+  }
+  if (resp.status().code() != 0) return Status(resp.status().code(), resp.status().message());
+  int failed = 0;
+  for (int code : resp.replay().codes()) failed += code != 0;
+  if (failed > 0) {
+    LOG_WARN("MDS " << address() << " could not replay " << failed << " of " << requests.size()
+                    << " acknowledged change(s) (conflicts; see its log)");
+  } else if (!requests.empty()) {
+    LOG_INFO("replayed " << requests.size() << " change(s) to MDS " << address());
+  }
+  return Status::Ok();
+}
+
+void MdsClient::Leave() {
+  // Only a client that had a change acknowledged has a record at the MDS.
+  if (!recorded_.load(std::memory_order_acquire)) return;
+  // Short: an unmount must not hang on an MDS that is gone (which then
+  // waits its recovery window for us, at most, after its restart).
+  constexpr auto kLeaveTimeout = std::chrono::milliseconds(500);
+  proto::MdsRequest req;
+  proto::MdsResponse resp;
+  if (kept_requests() > 0) {
+    req.mutable_sync();
+    if (!CallRaw(nullptr, &req, &resp, kLeaveTimeout).ok()) return;
+    req.Clear();
+    resp.Clear();
+  }
+  req.mutable_replay()->set_leaving(true);
+  (void)CallRaw(nullptr, &req, &resp, kLeaveTimeout);
 }
 
 Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
@@ -153,36 +276,56 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
   if (c != nullptr) ToProto(*c, req->mutable_cred());
   if (!CurrentJob().empty()) req->set_job_id(CurrentJob());  // jobstats (job_id.h)
   std::vector<DeferredClose> taken = AttachCloses(req);
-  const std::string payload = req->SerializeAsString();
+  std::string payload = req->SerializeAsString();
   const auto deadline = std::chrono::steady_clock::now() + recovery_timeout_;
   rpc::Response raw;
   for (;;) {
-    rpc::CallOptions opts;
-    opts.timeout = timeout;
-    // The MDS holds it until it has news (or the lock is free).
-    opts.held = req->has_watch() || (req->has_lock() && req->lock().wait());
-    if (retry) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      opts.timeout = std::max(std::chrono::milliseconds(1), std::min(timeout, left));
+    for (;;) {
+      rpc::CallOptions opts;
+      opts.timeout = timeout;
+      // The MDS holds it until it has news (or the lock is free).
+      opts.held = req->has_watch() || (req->has_lock() && req->lock().wait());
+      if (retry) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        opts.timeout = std::max(std::chrono::milliseconds(1), std::min(timeout, left));
+      }
+      // The same payload (same xid) every time: the MDS applies it at most once.
+      Status st = channel_->Call(rpc::kServiceMds, payload, {}, {}, &raw, opts);
+      if (st.ok()) break;
+      if (!retry || !IsTransportError(st.code()) ||
+          shutting_down_.load(std::memory_order_acquire) ||
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline) {
+        SettleCloses(std::move(taken), nullptr);
+        return st;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    // The same payload (same xid) every time: the MDS applies it at most once.
-    Status st = channel_->Call(rpc::kServiceMds, payload, {}, {}, &raw, opts);
-    if (st.ok()) break;
-    if (!retry || !IsTransportError(st.code()) ||
-        shutting_down_.load(std::memory_order_acquire) ||
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline) {
+    if (!resp->ParseFromString(raw.payload)) {
       SettleCloses(std::move(taken), nullptr);
-      return st;
+      return Status(EBADMSG, "unparsable MDS reply");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (!resp->ParseFromString(raw.payload)) {
-    SettleCloses(std::move(taken), nullptr);
-    return Status(EBADMSG, "unparsable MDS reply");
+    NoteEpoch(resp->boot_epoch());
+    if (!resp->recovering() || req->has_replay()) break;
+    // The MDS waits for replays (ours too, if NoteEpoch did not send them:
+    // another thread saw the new epoch first), then serves this again.
+    EnsureReplayed(resp->boot_epoch());
+    if (!retry || shutting_down_.load(std::memory_order_acquire) ||
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(20) >= deadline) {
+      break;
+    }
+    if (!taken.empty()) {  // nothing was applied: the closes go back to the queue
+      SettleCloses(std::move(taken), resp);
+      taken.clear();
+      req->clear_closes();
+      payload = req->SerializeAsString();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    resp->Clear();
   }
   SettleCloses(std::move(taken), resp);
-  NoteEpoch(resp->boot_epoch());
+  if (resp->transno() != 0) Keep(*req, *resp);
+  Prune(resp->boot_epoch(), resp->last_committed());
   if (resp->status().code() != 0) return Status(resp->status().code(), resp->status().message());
   return Status::Ok();
 }

@@ -18,6 +18,14 @@
 // SetEpochListener runs (on the calling thread, with no lock held) and
 // TakeEpochChange() turns true once; libsfs then re-opens its open files.
 //
+// Replay (mds.proto ReplayReq; docs/durability.md): a change's reply may
+// carry a transno; the request is kept (with the inode number and layout the
+// reply chose) until a reply's last_committed passes it. When a reply shows a
+// new boot epoch, the first thread to see it sends every kept request in one
+// ReplayReq (the MDS holds it until all its clients have reported) before
+// the epoch listener runs; other threads that get "recovering" wait for that
+// and send their request again.
+//
 // Deferred closes (mds.proto; close_queue.h): after EnableDeferredCloses,
 // DeferClose queues a close instead of sending it, and every request but a LockReq or a
 // Watch carries up to kMaxCarriedCloses queued closes; FlushCloses sends
@@ -33,6 +41,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <utility>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -121,6 +133,11 @@ class MdsClient {
   // True once after a reply showed a new MDS boot epoch.
   bool TakeEpochChange() { return epoch_changed_.exchange(false); }
   uint64_t boot_epoch() const { return epoch_.load(); }
+  // Acknowledged changes not yet known durable (kept for replay).
+  size_t kept_requests() const;
+  // The client goes away for good: once its kept changes are committed (a
+  // SyncReq), tells the MDS to forget it, so that no recovery waits for it.
+  void Leave();
 
   // absent_lease_ms: see Client::Lookup.
   Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name,
@@ -229,6 +246,12 @@ class MdsClient {
   Status CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
                  std::chrono::milliseconds timeout, bool retry = false);
   void NoteEpoch(uint64_t epoch);
+  // Replay: sends every request kept from before boot epoch `epoch` once
+  // (or waits for the thread that does).
+  void EnsureReplayed(uint64_t epoch);
+  Status SendReplay(const std::vector<std::string>& requests);
+  void Keep(const proto::MdsRequest& req, const proto::MdsResponse& resp);
+  void Prune(uint64_t epoch, uint64_t last_committed);
   // mds_client_closes.cc: hands queued closes to req (none for a Watch or a lock); after
   // the call, puts back those the reply (null: none came) did not count.
   std::vector<DeferredClose> AttachCloses(proto::MdsRequest* req);
@@ -258,6 +281,14 @@ class MdsClient {
   std::atomic<uint64_t> invalidations_{0};
   std::unique_ptr<CloseQueue> closes_;            // iff deferral is on
   std::atomic<bool> mds_applies_closes_{false};  // the last reply's MDS_FEATURE_CLOSES
+  // Replay state.
+  mutable std::mutex replay_mu_;
+  std::condition_variable replay_cv_;
+  // (boot epoch, transno) -> the serialized request with its ReplayInfo.
+  std::map<std::pair<uint64_t, uint64_t>, std::string> kept_;  // GUARDED_BY(replay_mu_)
+  uint64_t replayed_epoch_ = 0;  // GUARDED_BY(replay_mu_): replays sent up to this epoch
+  bool replaying_ = false;       // GUARDED_BY(replay_mu_)
+  std::atomic<bool> recorded_{false};  // a reply carried a transno: the MDS knows us
 };
 
 }  // namespace sfs::client

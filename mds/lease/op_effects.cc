@@ -162,6 +162,10 @@ const Row kRows[] = {
                  "a lease"}},
     {MdsRequest::kHeartbeat,
      {.mutating = true, .neutral = "updates the OST registry's liveness and space figures"}},
+    {MdsRequest::kReplay,
+     {.mutating = true,
+      .neutral = "re-applies requests the client kept (replay_ops.cc), each under its own "
+                 "row: the MDS revokes what each changes; answered after its commit"}},
     {MdsRequest::kLock,
      {.mutating = true,
       .neutral = "changes the LockTable only; a holder reports the size it wrote with "

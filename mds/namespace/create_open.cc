@@ -101,7 +101,9 @@ void Namespace::RenewReplayedOpen(const OpCtx& ctx, uint32_t flags, proto::OpenR
 Status Namespace::Create(const OpCtx& ctx, const proto::CreateReq& req, proto::OpenResp* out) {
   Status st = CreateOrReplay(ctx, req, out);
   if (st.ok()) RenewReplayedOpen(ctx, req.open_flags(), out);
-  if (!st.ok()) DropUncommittedOpen(out);
+  // A replay (mds.proto ReplayReq) re-creates the file; its client opens it
+  // again itself once replay is over, as it does its other open files.
+  if (!st.ok() || ctx.replay != nullptr) DropUncommittedOpen(out);
   return st;
 }
 
@@ -112,6 +114,9 @@ Status Namespace::CreateOrReplay(const OpCtx& ctx, const proto::CreateReq& req,
     SFS_ASSIGN_OR_RETURN(proto::InodeRec * dir, txn.Dir(req.parent()));
     SFS_RETURN_IF_ERROR(CheckAccess(ctx.cred, dir->attr(), kMayExec));
     SFS_ASSIGN_OR_RETURN(auto existing, txn.Dentry(req.parent(), req.name()));
+    if (existing && ctx.replay != nullptr) {
+      return Status::Errno(EEXIST, "replayed create: the name was taken meanwhile");
+    }
     if (existing) {
       if (req.excl()) return Status::Errno(EEXIST, "file exists");
       SFS_ASSIGN_OR_RETURN(proto::InodeRec * node, txn.Inode(existing->ino()));
@@ -123,7 +128,7 @@ Status Namespace::CreateOrReplay(const OpCtx& ctx, const proto::CreateReq& req,
     SFS_RETURN_IF_ERROR(MayModifyDir(ctx.cred, *dir));
     bool inherited = false;
     SFS_ASSIGN_OR_RETURN(proto::Layout base, EffectiveDefault(req.parent(), &inherited));
-    SFS_ASSIGN_OR_RETURN(proto::Layout layout, AllocateLayout(req.layout(), base));
+    SFS_ASSIGN_OR_RETURN(proto::Layout layout, NewFileLayout(ctx, req.layout(), base));
     proto::InodeRec* node = nullptr;
     uint64_t ino = 0;
     SFS_RETURN_IF_ERROR(
@@ -132,6 +137,22 @@ Status Namespace::CreateOrReplay(const OpCtx& ctx, const proto::CreateReq& req,
     out->set_created(true);
     return RegisterOpen(ctx, txn, ino, node, req.open_flags(), out);
   });
+}
+
+Result<proto::Layout> Namespace::NewFileLayout(const OpCtx& ctx, const proto::Layout& want,
+                                              const proto::Layout& base) {
+  if (ctx.replay == nullptr || ctx.replay->layout().objects_size() == 0) {
+    return AllocateLayout(want, base);
+  }
+  // A replay: the objects the client may already have written. Kept.
+  proto::Layout layout = ctx.replay->layout();
+  layout.clear_capability();
+  for (const proto::StripeObject& o : layout.objects()) {
+    if (o.oid() >= boot_oid_limit_) {
+      return Status::Errno(EINVAL, "replayed layout names an object not handed out before");
+    }
+  }
+  return layout;
 }
 
 Status Namespace::Open(const OpCtx& ctx, const proto::OpenReq& req, proto::OpenResp* out) {

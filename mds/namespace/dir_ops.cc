@@ -60,7 +60,7 @@ Status Namespace::Mknod(const OpCtx& ctx, const proto::MknodReq& req, proto::Att
       SFS_RETURN_IF_ERROR(ValidateName(req.name()));
       bool inherited = false;
       SFS_ASSIGN_OR_RETURN(proto::Layout base, EffectiveDefault(req.parent(), &inherited));
-      SFS_ASSIGN_OR_RETURN(layout, AllocateLayout(proto::Layout(), base));
+      SFS_ASSIGN_OR_RETURN(layout, NewFileLayout(ctx, proto::Layout(), base));
     }
     proto::InodeRec* node = nullptr;
     uint64_t ino = 0;

@@ -39,6 +39,8 @@ std::string Super() { return std::string(1, kSuper); }
 std::string Queue(uint64_t seq) { return Tagged(kQueue, seq); }
 std::string Orphan(uint64_t ino) { return Tagged(kOrphan, ino); }
 std::string Resync(uint64_t ino) { return Tagged(kResync, ino); }
+std::string Client(uint64_t client) { return Tagged(kClient, client); }
+std::string CleanStop() { return std::string(1, kCleanStop); }
 std::string Ost(std::string_view uuid) { return std::string(1, kOst).append(uuid); }
 
 std::string Pool(std::string_view name) { return std::string(1, kPool).append(name); }

@@ -39,6 +39,9 @@ inline constexpr char kMigrate = 'M';
 inline constexpr char kStaleLayout = 'L';
 inline constexpr char kResync = 'W';
 inline constexpr char kQos = 'C';
+// K<client>: a client that may hold requests to replay; Z: the last stop was clean.
+inline constexpr char kClient = 'K';
+inline constexpr char kCleanStop = 'Z';
 
 // Appends v as 8 big-endian bytes.
 void PutBe64(std::string* out, uint64_t v);
@@ -61,6 +64,8 @@ std::string Qos(std::string_view name);
 std::string Migrate(uint64_t ino);
 std::string StaleLayout(uint64_t ino);
 std::string Resync(uint64_t ino);
+std::string Client(uint64_t client);
+std::string CleanStop();
 
 // The first key after every key starting with `prefix` (prefix's range end).
 // REQUIRES: prefix is not all 0xff bytes.

@@ -48,6 +48,8 @@ Status Namespace::Start(int64_t now_ms) {
   }
   next_ino_ = super_.ino_limit();
   next_oid_ = super_.oid_limit();
+  boot_ino_limit_ = next_ino_;
+  boot_oid_limit_ = next_oid_;
   super_.set_boot_epoch(super_.boot_epoch() + 1);
   KvBatch epoch;
   epoch.Put(keys::Super(), super_.SerializeAsString());
@@ -56,6 +58,7 @@ Status Namespace::Start(int64_t now_ms) {
   opens_.SetEpoch(super_.boot_epoch());
   SFS_RETURN_IF_ERROR(LoadRepliesAndCounters());
   SFS_RETURN_IF_ERROR(LoadResyncWanted());
+  SFS_RETURN_IF_ERROR(LoadClients());
   committer_.Start();
   LOG_INFO("namespace fs_id=" << super_.fs_id() << " boot_epoch=" << boot_epoch_.load()
                               << " inodes=" << inode_count_.load()
@@ -142,6 +145,14 @@ Status Namespace::LoadRepliesAndCounters() {
   }));
   std::sort(saved.begin(), saved.end(),
             [](const Saved& a, const Saved& b) { return a.rec.seq() < b.rec.seq(); });
+  // Only when some were trimmed (the cache is full) can a kept request be
+  // older than every record and still have been applied.
+  if (saved.size() >= opts_.reply_cache_entries && !saved.empty()) {
+    oldest_reply_ = {saved.front().rec.epoch(), saved.front().rec.transno()};
+    for (const Saved& s : saved) {
+      oldest_reply_ = std::min(oldest_reply_, TransId{s.rec.epoch(), s.rec.transno()});
+    }
+  }
   KvBatch trim;
   for (Saved& s : saved) {
     for (auto& [c, x] : replies_.Insert(s.client, s.xid, std::move(s.rec), true)) {
@@ -153,15 +164,16 @@ Status Namespace::LoadRepliesAndCounters() {
 
 Status Namespace::Mutate(const OpCtx& ctx, google::protobuf::Message* result, const Body& body) {
   bool dedup = ctx.client_id != 0 && ctx.xid != 0;
-  bool need_sync = false;
+  uint64_t seq = 0;  // the write to wait for (or to replay after)
   Status st;
   {
     std::unique_lock lock(mu_);
     const proto::ReplyRec* saved = dedup ? replies_.Find(ctx.client_id, ctx.xid) : nullptr;
     if (saved != nullptr) {
-      // A repeat: answer as the first time. Its batch was written (it is
-      // noted, so in sync-each-op mode the Commit below covers it).
-      need_sync = true;
+      // A repeat: answer as the first time. Its batch was written this boot
+      // (then wait for what was written so far: it is among it) or survived
+      // a restart (durable: LevelDB syncs what it recovers).
+      if (saved->epoch() == 0 || saved->epoch() == boot_epoch_.load()) seq = committer_.written();
       st = Status(saved->code(), saved->message());
       if (result != nullptr && !result->ParseFromString(saved->result())) {
         st = Status::Errno(EIO, "corrupt saved reply");
@@ -169,14 +181,14 @@ Status Namespace::Mutate(const OpCtx& ctx, google::protobuf::Message* result, co
     } else {
       Txn txn(store_, NowNs());
       st = body(txn);
-      if (st.ok()) st = CommitLocked(ctx, txn, result, &need_sync);
+      if (st.ok()) st = CommitLocked(ctx, txn, result, &seq);
     }
   }
   // Otherwise the commit thread (or a client's SyncReq) makes it durable.
-  if (st.ok() && need_sync && committer_.sync_each_op()) {
+  if (st.ok() && seq != 0) {
     if (Committer::DeferScope* scope = Committer::DeferScope::Current()) {
-      scope->Note(committer_.written());  // the caller holds the reply until then
-    } else {
+      scope->Note(seq);  // the caller holds the reply until then, or replays after
+    } else if (committer_.sync_each_op()) {
       SFS_RETURN_IF_ERROR(committer_.Commit());
     }
   }
@@ -184,24 +196,29 @@ Status Namespace::Mutate(const OpCtx& ctx, google::protobuf::Message* result, co
 }
 
 Status Namespace::CommitLocked(const OpCtx& ctx, Txn& txn, google::protobuf::Message* result,
-                               bool* wrote) {
+                               uint64_t* seq) {
   KvBatch batch = txn.Finish();
   bool dedup = ctx.client_id != 0 && ctx.xid != 0;
   proto::ReplyRec rec;
+  // Writes are numbered under mu_ held exclusively: the number is the apply order.
+  const uint64_t next = committer_.written() + 1;
   if (dedup) {
     rec.set_seq(replies_.next_seq());
     if (result != nullptr) rec.set_result(result->SerializeAsString());
+    rec.set_epoch(boot_epoch_.load());
+    rec.set_transno(next);
     if (!batch.empty()) batch.Put(keys::Reply(ctx.client_id, ctx.xid), rec.SerializeAsString());
   }
+  bool wrote = false;
   if (!batch.empty()) {
     SFS_RETURN_IF_ERROR(store_->Write(batch, /*sync=*/false));
-    committer_.NoteWrite();
-    *wrote = true;
+    *seq = committer_.NoteWrite();
+    wrote = true;
   }
   txn.RunCommitHooks();
   if (!dedup) return Status::Ok();
   KvBatch trim;
-  for (auto& [c, x] : replies_.Insert(ctx.client_id, ctx.xid, std::move(rec), *wrote)) {
+  for (auto& [c, x] : replies_.Insert(ctx.client_id, ctx.xid, std::move(rec), wrote)) {
     trim.Delete(keys::Reply(c, x));
   }
   if (!trim.empty()) {
@@ -209,6 +226,74 @@ Status Namespace::CommitLocked(const OpCtx& ctx, Txn& txn, google::protobuf::Mes
     if (!s.ok()) LOG_WARN("trimming reply records: " << s.ToString());
   }
   return Status::Ok();
+}
+
+Status Namespace::StopCommits() {
+  // Written before the last commit, which makes it durable with the rest: a
+  // start that finds it knows every acknowledged op was committed.
+  if (!clean_marked_.exchange(true)) {
+    KvBatch mark;
+    mark.Put(keys::CleanStop(), "");
+    SFS_RETURN_IF_ERROR(store_->Write(mark, /*sync=*/false));
+  }
+  return committer_.Stop();
+}
+
+Status Namespace::LoadClients() {
+  auto mark = store_->Get(keys::CleanStop());
+  if (!mark.ok() && mark.status().code() != ENOENT) return mark.status();
+  clean_start_ = mark.ok();
+  if (clean_start_) {
+    KvBatch drop;
+    drop.Delete(keys::CleanStop());
+    SFS_RETURN_IF_ERROR(store_->Write(drop, /*sync=*/true));
+  }
+  std::string k(1, keys::kClient);
+  std::lock_guard<std::mutex> lock(clients_mu_);
+  return store_->Scan(k, keys::PrefixEnd(k), [&](std::string_view key, std::string_view) {
+    if (key.size() == 9) clients_.insert(keys::IdOf(key));
+    return true;
+  });
+}
+
+std::vector<uint64_t> Namespace::KnownClients() const {
+  std::lock_guard<std::mutex> lock(clients_mu_);
+  return {clients_.begin(), clients_.end()};
+}
+
+bool Namespace::ClientRecorded(uint64_t client) const {
+  std::lock_guard<std::mutex> lock(clients_mu_);
+  return clients_.count(client) != 0;
+}
+
+Status Namespace::RecordClient(uint64_t client) {
+  {
+    std::lock_guard<std::mutex> lock(clients_mu_);
+    if (!clients_.insert(client).second) return Status::Ok();
+  }
+  KvBatch batch;
+  batch.Put(keys::Client(client), "");
+  Status st = store_->Write(batch, /*sync=*/false);
+  if (st.ok()) {
+    committer_.NoteWrite();
+  } else {
+    std::lock_guard<std::mutex> lock(clients_mu_);
+    clients_.erase(client);
+  }
+  return st;
+}
+
+void Namespace::ForgetClient(uint64_t client) {
+  {
+    std::lock_guard<std::mutex> lock(clients_mu_);
+    if (clients_.erase(client) == 0) return;
+  }
+  // Not synced: a record that comes back only makes a later recovery wait
+  // for a client that will not come (until the recovery window ends).
+  KvBatch batch;
+  batch.Delete(keys::Client(client));
+  Status st = store_->Write(batch, /*sync=*/false);
+  if (!st.ok()) LOG_WARN("forgetting client " << client << ": " << st.ToString());
 }
 
 Status Namespace::PersistSuperLocked() {
@@ -220,7 +305,19 @@ Status Namespace::PersistSuperLocked() {
   return store_->Write(batch, /*sync=*/true);
 }
 
-Result<uint64_t> Namespace::AllocIno() {
+Result<uint64_t> Namespace::AllocIno(const OpCtx& ctx) {
+  if (ctx.replay != nullptr && ctx.replay->ino() != 0) {
+    // The number the original reply gave: handed out before this boot, so
+    // nobody else has it (ids are reserved durably, never reused).
+    uint64_t ino = ctx.replay->ino();
+    if (ino <= kRootIno || ino >= boot_ino_limit_) {
+      return Status::Errno(EINVAL, "replayed inode number " + std::to_string(ino) +
+                                       " was not handed out before this boot");
+    }
+    auto rec = store_->Get(keys::Inode(ino));
+    if (rec.ok()) return Status::Errno(EEXIST, "replayed inode " + std::to_string(ino) + " exists");
+    return ino;
+  }
   if (next_ino_ >= super_.ino_limit()) {
     uint64_t old_limit = super_.ino_limit();
     super_.set_ino_limit(next_ino_ + kIdBatch);
@@ -283,7 +380,7 @@ Status Namespace::AddNode(Txn& txn, const OpCtx& ctx, uint64_t parent, const std
   SFS_ASSIGN_OR_RETURN(auto existing, txn.Dentry(parent, name));
   if (existing) return Status::Errno(EEXIST, "name exists");
   SFS_RETURN_IF_ERROR(MayModifyDir(ctx.cred, *dir));
-  SFS_ASSIGN_OR_RETURN(*ino, AllocIno());
+  SFS_ASSIGN_OR_RETURN(*ino, AllocIno(ctx));
   *node = txn.Add(*ino, NewInode(txn, *ino, ctx.cred, *dir, mode));
   txn.PutDentry(parent, name, *ino, DirentType(mode));
   SFS_RETURN_IF_ERROR(txn.TouchDir(parent));

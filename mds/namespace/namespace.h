@@ -32,6 +32,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <utility>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -65,7 +66,13 @@ struct OpCtx {
   Cred cred;
   uint64_t client_id = 0;
   uint64_t xid = 0;
+  // A replayed request (mds.proto ReplayReq): a new inode takes replay->ino
+  // and a created file replay->layout, as the original reply said.
+  const proto::ReplayInfo* replay = nullptr;
 };
+
+// (boot epoch, transno): a change's place in the MDS's apply order.
+using TransId = std::pair<uint64_t, uint64_t>;
 
 // Places mirror copies (layout.cc): copy 0 of stripe s on picks[s], copy m
 // on the OST m places after it in ring (all candidate OSTs), skipping OSTs
@@ -80,6 +87,10 @@ struct NamespaceOptions {
   // How often written ops are made durable (fdatasync); 0 = before every reply.
   int64_t commit_interval_ms = kDefaultCommitIntervalMs;
 };
+
+// With replay on (the sfs-mds default), replies go out before their commit
+// and the commit thread runs this often unless told otherwise.
+inline constexpr int64_t kReplayCommitIntervalMs = 200;
 
 inline constexpr uint64_t kRootIno = 1;
 inline constexpr uint64_t kDefaultStripeSize = 1 << 20;
@@ -101,8 +112,27 @@ class Namespace {
   // Returns once every op that returned before this call is durable (the
   // SyncReq: group-committed with concurrent callers).
   Status Sync() { return committer_.Commit(); }
-  // Stops the commit thread after a last commit (for a clean shutdown).
-  Status StopCommits() { return committer_.Stop(); }
+  // Stops the commit thread after a last commit (for a clean shutdown), and
+  // marks the stop clean: the next start needs no replay window.
+  Status StopCommits();
+  // --- replay (mds.proto ReplayReq; docs/durability.md) ---
+  // The last stop was clean (every acknowledged op was committed).
+  bool clean_start() const { return clean_start_; }
+  // Clients that may hold requests to replay (K keys), as found at Start.
+  std::vector<uint64_t> KnownClients() const;
+  // True iff the client's K key is written (not necessarily durable yet).
+  bool ClientRecorded(uint64_t client) const;
+  // Writes the client's K key (unsynced; the caller waits for its commit).
+  Status RecordClient(uint64_t client);
+  void ForgetClient(uint64_t client);
+  // A replayed request older than every reply record kept survived (its
+  // record was trimmed long after it was committed): it is not applied again.
+  TransId oldest_reply() const { return oldest_reply_; }
+  // A reply record of (client, xid) is kept: the request was applied.
+  bool HasReply(uint64_t client, uint64_t xid) const {
+    std::shared_lock lock(mu_);
+    return replies_.Find(client, xid) != nullptr;
+  }
   const Committer& committer() const { return committer_; }
   // fn(status) once write `seq` (from a Committer::DeferScope) is durable.
   void WhenDurable(uint64_t seq, std::function<void(const Status&)> fn) {
@@ -186,14 +216,16 @@ class Namespace {
   // Runs a mutation: replay check, body, one batch, then sync. `result` (may
   // be null) is what the op returns; it is saved for replays.
   Status Mutate(const OpCtx& ctx, google::protobuf::Message* result, const Body& body);
+  // *seq: the write's number (0 if nothing was written).
   Status CommitLocked(const OpCtx& ctx, Txn& txn, google::protobuf::Message* result,
-                      bool* wrote);
+                      uint64_t* seq);
   Status LoadRepliesAndCounters();
   Status LoadResyncWanted();
+  Status LoadClients();
   Status Bootstrap();
 
   // Id allocation. REQUIRES: mu_ held exclusively.
-  Result<uint64_t> AllocIno();
+  Result<uint64_t> AllocIno(const OpCtx& ctx);
   Result<uint64_t> AllocOid();
   Status PersistSuperLocked();
 
@@ -246,6 +278,9 @@ class Namespace {
   Result<std::optional<std::vector<uint32_t>>> AllowedOsts(proto::Layout* l, bool explicit_pool);
   // want's non-zero fields override base's; objects are allocated afresh.
   Result<proto::Layout> AllocateLayout(const proto::Layout& want, const proto::Layout& base);
+  // AllocateLayout, or for a replay the layout its original reply had.
+  Result<proto::Layout> NewFileLayout(const OpCtx& ctx, const proto::Layout& want,
+                                      const proto::Layout& base);
   Result<bool> DirEmpty(uint64_t ino);
   Status CheckNotAncestor(Txn& txn, uint64_t dir, uint64_t start);
 
@@ -268,6 +303,14 @@ class Namespace {
   std::atomic<uint64_t> boot_epoch_{0};
   int64_t started_ms_ = 0;
   bool startup_orphans_reaped_ = false;  // GUARDED_BY(mu_)
+  // Replay: ids below these were handed out before this boot.
+  uint64_t boot_ino_limit_ = 0;
+  uint64_t boot_oid_limit_ = 0;
+  bool clean_start_ = false;
+  std::atomic<bool> clean_marked_{false};
+  TransId oldest_reply_{0, 0};
+  mutable std::mutex clients_mu_;
+  std::set<uint64_t> clients_;  // GUARDED_BY(clients_mu_): K keys written
 };
 
 }  // namespace sfs::mds

@@ -24,6 +24,7 @@
 #include <cerrno>
 #include <functional>
 
+#include "common/log.h"
 #include "mds.pb.h"
 #include "mds/lease/op_effects.h"
 #include "mds/service/mds_service.h"
@@ -78,7 +79,9 @@ bool MdsService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
   if (!inline_ || req.service != rpc::kServiceMds) return false;
   MdsRequest r;
   if (!r.ParseFromString(req.payload) || r.op_case() == MdsRequest::kSync) return false;
-  if (leases_ == nullptr && r.op_case() != MdsRequest::kLock) return false;
+  if (leases_ == nullptr && r.op_case() != MdsRequest::kLock && r.op_case() != MdsRequest::kReplay) {
+    return false;
+  }
   HandleParsed(r, std::move(done));
   return true;
 }
@@ -86,7 +89,8 @@ bool MdsService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
 void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
   MdsRequest r;
   if (req.service != rpc::kServiceMds || !r.ParseFromString(req.payload) ||
-      (leases_ == nullptr && r.op_case() != MdsRequest::kLock)) {
+      (leases_ == nullptr && r.op_case() != MdsRequest::kLock &&
+       r.op_case() != MdsRequest::kReplay)) {
     Handler::HandleAsync(req, std::move(done));
     return;
   }
@@ -95,6 +99,11 @@ void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
 
 void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
   if (metrics_ != nullptr) done = metrics_->Counted(r.op_case(), r.job_id(), std::move(done));
+  if (r.op_case() == MdsRequest::kReplay) {
+    Replay(r, std::move(done));
+    return;
+  }
+  if (RefuseWhileRecovering(r, done)) return;
   if (r.op_case() == MdsRequest::kLock) {
     Lock(r, std::move(done));
     return;
@@ -115,9 +124,22 @@ void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
         durable_seq);
 }
 
-rpc::ReplyFn MdsService::Durably(const MdsRequest& r, const MdsResponse& resp, uint64_t seq,
+rpc::ReplyFn MdsService::Durably(const MdsRequest& r, MdsResponse* resp, uint64_t seq,
                                  rpc::ReplyFn done) {
-  if (!AckWaitsForCommit(r, resp)) {
+  const bool waits = AckWaitsForCommit(r, *resp);
+  if (!ns_->committer().sync_each_op()) {
+    // Committed on the interval: answered now. With replay the client keeps
+    // the request until a reply's last_committed reaches its transno.
+    if (!replay_ || !waits || resp->status().code() != 0) return done;
+    resp->set_transno(seq);
+    AddReplayLayout(r, resp);
+    if (ns_->ClientRecorded(r.client_id())) return done;
+    // This client's first change: its record must be durable before any
+    // reply it could need to replay, or a recovery would not wait for it.
+    Status rec = ns_->RecordClient(r.client_id());
+    if (!rec.ok()) LOG_WARN("recording client " << r.client_id() << ": " << rec.ToString());
+    seq = ns_->committer().written();
+  } else if (!waits) {
     ns_->WhenDurable(seq, [](const Status&) {});
     return done;
   }
@@ -138,7 +160,7 @@ void MdsService::Reply(const MdsRequest& r, uint64_t tick, MdsResponse resp,
                        std::vector<LeaseInval> changed, rpc::ReplyFn done, bool granted,
                        uint64_t durable_seq) {
   if (!granted) GrantLease(r, tick, &resp);
-  if (durable_seq != 0) done = Durably(r, resp, durable_seq, std::move(done));
+  if (durable_seq != 0) done = Durably(r, &resp, durable_seq, std::move(done));
   if (resp.status().code() != 0) changed.clear();
   if (changed.empty()) {
     ReplyLater(resp, done);

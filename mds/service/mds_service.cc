@@ -24,6 +24,7 @@ OpCtx ContextOf(const MdsRequest& r) {
   ctx.cred.groups.assign(r.cred().groups().begin(), r.cred().groups().end());
   ctx.client_id = r.client_id();
   ctx.xid = r.xid();
+  if (r.has_replay_info()) ctx.replay = &r.replay_info();
   return ctx;
 }
 
@@ -257,6 +258,7 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   if (key_.has_value() && resp->status().code() == 0) SignLayouts(req, resp);
   resp->set_boot_epoch(ns_->boot_epoch());
   resp->set_features(proto::MDS_FEATURE_CLOSES);
+  if (replay_) resp->set_last_committed(ns_->committer().committed());
 }
 
 std::string MdsService::HandlePayload(const std::string& payload) {
@@ -267,8 +269,18 @@ std::string MdsService::HandlePayload(const std::string& payload) {
     if (metrics_ != nullptr) metrics_->Record(0, EPROTO, 0, {});
     return resp.SerializeAsString();
   }
+  // Only the lease-less path gets here while recovering (HandleParsed
+  // refuses the others itself).
+  if (recovering() && !ServedDuringRecovery(req.op_case())) return RecoveringReply();
   auto start = std::chrono::steady_clock::now();
-  Dispatch(req, &resp);
+  if (replay_ && !ns_->committer().sync_each_op()) {
+    // Note the op's write for its transno instead of waiting on it.
+    Committer::DeferScope scope;
+    Dispatch(req, &resp);
+    StampTransno(req, &resp, scope.seq());
+  } else {
+    Dispatch(req, &resp);
+  }
   if (metrics_ != nullptr) {
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now() - start);

@@ -12,7 +12,12 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <set>
+#include <thread>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -34,6 +39,22 @@ class MdsService : public rpc::Handler {
   // Without leases no lease is granted and no reply waits.
   MdsService(Namespace* ns, OstRegistry* osts, LeaseTable* leases = nullptr)
       : ns_(ns), osts_(osts), leases_(leases) {}
+  ~MdsService() override;
+
+  // Replay (replay_ops.cc; mds.proto ReplayReq): changes are answered before
+  // their commit, with a transno the client keeps until last_committed
+  // passes it. REQUIRES: set before serving, with a Namespace that commits
+  // on an interval.
+  void set_replay(bool on) { replay_ = on; }
+  // After a start that was not clean: until every client in `expected` has
+  // sent its ReplayReq, or `window` has passed, client requests get EAGAIN
+  // (recovering) and replays wait; then all of them are applied in their
+  // original order, committed, and answered. REQUIRES: before serving.
+  void BeginRecovery(std::vector<uint64_t> expected, std::chrono::milliseconds window);
+  bool recovering() const { return recovering_.load(std::memory_order_acquire); }
+  // What is answered while recovering: the OSSes' registry calls and pings
+  // (a ping's reply tells an idle client the MDS restarted).
+  static bool ServedDuringRecovery(int op_case);
 
   // With inline on, every request but SyncReq (which waits for the disk) is
   // answered on the server's I/O thread: metadata ops only touch memory and
@@ -63,6 +84,24 @@ class MdsService : public rpc::Handler {
   std::string HandlePayload(const std::string& payload);
 
  private:
+  // replay_ops.cc
+  struct PendingReplay {
+    uint64_t client = 0;
+    proto::ReplayReq req;
+    rpc::ReplyFn done;
+  };
+  void Replay(const proto::MdsRequest& req, rpc::ReplyFn done);
+  // True (and answered) if req must wait for the recovery to end.
+  bool RefuseWhileRecovering(const proto::MdsRequest& req, const rpc::ReplyFn& done);
+  std::string RecoveringReply() const;
+  void FinishRecovery(const char* why);
+  void ApplyReplays(std::vector<PendingReplay> batch);
+  int ApplyReplayed(uint64_t client, proto::MdsRequest item, bool* applied);
+  void RecoveryTimer(std::chrono::steady_clock::time_point deadline);
+  // The reply's transno for a change of write `seq` (the no-lease path).
+  // A mknod's layout for its replay (MdsResponse.replay_layout).
+  void AddReplayLayout(const proto::MdsRequest& r, proto::MdsResponse* resp);
+  void StampTransno(const proto::MdsRequest& r, proto::MdsResponse* resp, uint64_t seq);
   // Applies one parsed request (no leases involved).
   void Dispatch(const proto::MdsRequest& req, proto::MdsResponse* resp);
   // sign_layouts.cc: the capabilities of resp's file layouts.
@@ -81,7 +120,8 @@ class MdsService : public rpc::Handler {
              std::vector<LeaseInval> changed, rpc::ReplyFn done, bool granted = false,
              uint64_t durable_seq = 0);
   // done, held until write `seq` is durable (or with the commit's error).
-  rpc::ReplyFn Durably(const proto::MdsRequest& r, const proto::MdsResponse& resp, uint64_t seq,
+  // With replay, sets resp's transno instead and answers at once.
+  rpc::ReplyFn Durably(const proto::MdsRequest& r, proto::MdsResponse* resp, uint64_t seq,
                        rpc::ReplyFn done);
   void HandleParsed(const proto::MdsRequest& req, rpc::ReplyFn done);
   std::vector<LeaseInval> ApplyLocked(const proto::MdsRequest& req, proto::MdsResponse* resp,
@@ -117,6 +157,17 @@ class MdsService : public rpc::Handler {
   // by ops that remove or create a name of a file, so the looked-up inode is
   // the one the op changed. Never held while waiting for a revocation.
   std::array<std::mutex, 256> name_locks_;
+
+  bool replay_ = false;
+  std::atomic<bool> recovering_{false};
+  std::mutex rec_mu_;
+  std::condition_variable rec_cv_;
+  std::set<uint64_t> expected_;            // GUARDED_BY(rec_mu_)
+  std::set<uint64_t> checked_in_;          // GUARDED_BY(rec_mu_)
+  std::vector<PendingReplay> pending_;     // GUARDED_BY(rec_mu_)
+  bool finishing_ = false;                 // GUARDED_BY(rec_mu_)
+  bool stopping_ = false;                  // GUARDED_BY(rec_mu_)
+  std::thread rec_thread_;
 };
 
 }  // namespace sfs::mds

@@ -2,9 +2,11 @@
 // (tests/powerloss/lossyfs.cc: what no fsync made durable is gone), while
 // clients keep running. What must hold:
 //   - MDS: every create/mkdir/rename/unlink/rmdir/chmod/truncate that
-//     returned success is there after the power cut and restart (the
-//     default flags commit before replying), clients carry on through the
-//     restart, and the offline `sfs fsck` is clean. A negative control with
+//     returned success is there after the power cut and restart, clients
+//     carry on through the restart, and the offline `sfs fsck` is clean:
+//     with replay (the default; also with a 60 s commit interval, so that
+//     the whole storm must come back from the clients) and with commit
+//     before reply (--replay off). A negative control with --replay off
 //     --commit-interval-ms 60000 shows the same check does catch lost ops.
 //   - OSS: every byte of a file whose fsync() returned reads back exactly
 //     after a power loss of its OSS; bytes never fsync'ed read back as the
@@ -23,6 +25,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -128,6 +131,7 @@ class PowerLossTest : public ::testing::Test {
   // The storm with the MDS on the lossy machine, a power cut after
   // kOpsBeforeCut acknowledged ops, the restart, kOpsAfterRestart more ops.
   void RunMetadataStormAcrossAPowerCut(StormResult* r);
+  void ExpectNothingLost(const std::vector<std::string>& mds_args, bool must_replay);
 
   std::unique_ptr<LossyFs> lossy_;
   std::unique_ptr<TestCluster> cluster_;
@@ -336,18 +340,52 @@ std::string FirstLines(const std::vector<std::string>& v, size_t n) {
   return out;
 }
 
-// (a) The default MDS commits every op before its reply: nothing
-// acknowledged is lost, no client call fails, fsck is clean.
-TEST_F(PowerLossTest, AnMdsPowerCutLosesNoAcknowledgedMetadataOp) {
-  ASSERT_NO_FATAL_FAILURE(StartCluster("mds"));
+// The requests the MDS's log says it applied again from clients' replays.
+int ReplayedAgain(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line;
+  int total = 0;
+  const std::string tag = " applied again";
+  while (std::getline(in, line)) {
+    size_t at = line.find(tag);
+    if (at == std::string::npos || line.find("replayed ") == std::string::npos) continue;
+    size_t start = line.rfind(' ', at - 1);
+    total += std::atoi(line.substr(start + 1, at - start - 1).c_str());
+  }
+  return total;
+}
+
+// (a) Nothing acknowledged is lost, no client call fails, fsck is clean:
+// replay with the default commit interval, replay with a 60 s one (every op
+// of the storm is then uncommitted at the cut: all must come back through
+// the clients' replays), and commit before reply.
+void PowerLossTest::ExpectNothingLost(const std::vector<std::string>& mds_args,
+                                      bool must_replay) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster("mds", mds_args));
   StormResult r;
   ASSERT_NO_FATAL_FAILURE(RunMetadataStormAcrossAPowerCut(&r));
   std::cerr << "metadata storm: " << r.acked_total << " ops acknowledged, " << r.acked_at_cut
             << " at the power cut; " << r.errors << " failed\n";
   EXPECT_EQ(r.lost.size(), 0u) << "acknowledged ops lost:\n" << FirstLines(r.lost, 10);
   EXPECT_EQ(r.errors, 0) << "an MDS restart must be invisible to clients";
+  if (must_replay) {
+    EXPECT_GT(ReplayedAgain(cluster_->root() + "/logs/mds.log"), 0)
+        << "the power cut took acknowledged ops only replay can bring back";
+  }
   std::string out;
   EXPECT_EQ(OfflineFsck(&out), 0) << out;
+}
+
+TEST_F(PowerLossTest, AnMdsPowerCutLosesNoAcknowledgedMetadataOp) {
+  ExpectNothingLost({}, /*must_replay=*/false);
+}
+
+TEST_F(PowerLossTest, WithReplayEvenALongCommitIntervalLosesNothing) {
+  ExpectNothingLost({"--commit-interval-ms", "60000"}, /*must_replay=*/true);
+}
+
+TEST_F(PowerLossTest, CommitBeforeReplyLosesNothing) {
+  ExpectNothingLost({"--replay", "off"}, /*must_replay=*/false);
 }
 
 // (b) The negative control: with a 60 s commit interval the acknowledged
@@ -355,7 +393,7 @@ TEST_F(PowerLossTest, AnMdsPowerCutLosesNoAcknowledgedMetadataOp) {
 // lost. The store is still consistent (a clean prefix of the log survives):
 // fsck may report only the objects of files the power cut took (exit 1).
 TEST_F(PowerLossTest, WithALongCommitIntervalTheCheckFindsLostOps) {
-  ASSERT_NO_FATAL_FAILURE(StartCluster("mds", {"--commit-interval-ms", "60000"}));
+  ASSERT_NO_FATAL_FAILURE(StartCluster("mds", {"--replay", "off", "--commit-interval-ms", "60000"}));
   StormResult r;
   ASSERT_NO_FATAL_FAILURE(RunMetadataStormAcrossAPowerCut(&r));
   std::cerr << "metadata storm (commit every 60 s): " << r.acked_total << " ops acknowledged, "
