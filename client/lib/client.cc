@@ -962,6 +962,12 @@ Result<std::vector<OstStatus>> Client::ListOsts(std::string* mds_metrics) {
   return osts;
 }
 
+Result<uint64_t> Client::OstLost(const Cred& c, uint32_t index) {
+  return impl_->mds->OstLost(c, index);
+}
+
+Result<RebuildStatus> Client::GetRebuildStatus() { return impl_->mds->GetRebuildStatus(); }
+
 Result<std::vector<PoolInfo>> Client::ListPools(std::string_view name) {
   return impl_->mds->Pool(nullptr, PoolOp::kList, name, {});
 }

@@ -211,6 +211,15 @@ struct OstStatus {
   // it has no channel to that address (yet).
   std::string transport = "-";
   std::string metrics_address;  // the OSS's GET /metrics ("" = none)
+  bool lost = false;            // declared lost (`sfs ost lost`)
+};
+
+// The MDS's rebuild and resync progress (`sfs rebuild status`).
+struct RebuildStatus {
+  std::vector<uint32_t> lost_osts;
+  uint64_t files_pending = 0, objects_pending = 0, bytes_pending = 0;
+  uint64_t objects_done = 0, bytes_done = 0, failures = 0;
+  double bytes_per_s = 0;
 };
 
 // An OST pool: a named set of OSTs that layouts may name (LayoutSpec::pool).
@@ -477,6 +486,10 @@ class Client {
   // ResyncCopies) and has the MDS mark them ok; the layout after. Owner or
   // root. EINVAL if the file is not mirrored.
   Result<LayoutSpec> ResyncMirrors(const Cred& c, uint64_t ino);
+  // Declares an OST lost (root; rebuild_ops.cc): the MDS rebuilds what it
+  // held elsewhere. The number of files with an object there. ENOENT: unknown.
+  Result<uint64_t> OstLost(const Cred& c, uint32_t index);
+  Result<RebuildStatus> GetRebuildStatus();
 
   // Walks an absolute path from the root ("/" is the root). Follows no symlinks.
   Result<Attr> ResolvePath(const Cred& c, std::string_view path);

@@ -88,6 +88,7 @@ OstStatus FromProto(const proto::OstInfo& p) {
   o.avail_bytes = p.avail_bytes();
   o.last_heartbeat_ms = p.last_heartbeat_ms();
   o.metrics_address = p.metrics_address();
+  o.lost = p.lost();
   return o;
 }
 

@@ -60,6 +60,7 @@ void FillOstMap(const std::vector<OstState>& osts, proto::GetOstMapResp* out) {
     info->set_free_inodes(o.stats.free_inodes);
     info->set_last_heartbeat_ms(o.last_heartbeat_ms);
     info->set_metrics_address(o.metrics_address);
+    info->set_lost(o.lost);
   }
 }
 
@@ -133,6 +134,12 @@ class Writes {
     Done(ns_->MigrateBegin(ctx_, r_.migrate_begin(), out_->mutable_migrate_begin()));
   }
   void MigrateCommit() { Done(ns_->MigrateCommit(ctx_, r_.migrate_commit())); }
+  void OstLost() {
+    uint64_t files = 0;
+    Status st = ns_->OstLost(ctx_, r_.ost_lost().index(), &files);
+    if (st.ok()) out_->mutable_rebuild_status()->set_files_marked(files);
+    Done(st);
+  }
 
  private:
   proto::Attr* Attr() { return out_->mutable_attr()->mutable_attr(); }
@@ -207,6 +214,7 @@ bool DispatchWrite(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
     case MdsRequest::kQos: h.Qos(); return true;
     case MdsRequest::kMigrateBegin: h.MigrateBegin(); return true;
     case MdsRequest::kMigrateCommit: h.MigrateCommit(); return true;
+    case MdsRequest::kOstLost: h.OstLost(); return true;
     default: return false;
   }
 }
@@ -247,8 +255,15 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   ns_->TouchClient(req.client_id());
   if (locks_ != nullptr) locks_->Touch(req.client_id());
   ApplyDeferredCloses(ns_, req, resp);
-  if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
-      !DispatchRegistry(ns_, osts_, req, resp)) {
+  if (req.op_case() == MdsRequest::kRebuildStatus) {
+    if (rebuild_status_) {
+      rebuild_status_(resp->mutable_rebuild_status());
+      SetStatus(resp, Status::Ok());
+    } else {
+      SetStatus(resp, Status::Errno(ENOSYS, "this MDS runs no rebuild"));
+    }
+  } else if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
+             !DispatchRegistry(ns_, osts_, req, resp)) {
     SetStatus(resp, Status::Errno(EPROTO, "unknown MDS op"));
   }
   if (req.op_case() == MdsRequest::kGetOstMap && !metrics_address_.empty()) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -55,6 +56,10 @@ class MdsService : public rpc::Handler {
   void set_cluster_key(auth::ClusterKey key) { key_ = std::move(key); }
   // How long those capabilities last (tests shorten it to see renewal).
   void set_capability_lifetime_s(int64_t s) { capability_lifetime_s_ = s; }
+  // Answers RebuildStatusReq (the MDS's MirrorResyncer::FillStatus); unset: ENOSYS.
+  void set_rebuild_status(std::function<void(proto::RebuildStatusResp*)> fn) {
+    rebuild_status_ = std::move(fn);
+  }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
@@ -95,6 +100,7 @@ class MdsService : public rpc::Handler {
   LockTable* locks_ = nullptr;
   MdsMetrics* metrics_ = nullptr;
   std::string metrics_address_;
+  std::function<void(proto::RebuildStatusResp*)> rebuild_status_;
   std::optional<auth::ClusterKey> key_;
   int64_t capability_lifetime_s_ = auth::kCapabilityLifetimeSec;
   // Append tokens (append_ops.cc): who may append to an inode without asking.

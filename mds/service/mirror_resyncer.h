@@ -7,6 +7,14 @@
 // OSS copy op), syncs it, and marks it ok with MirrorStateReq.if_idle (so a
 // write meanwhile leaves it stale, to be tried again). One file at a time,
 // one OSS call in flight per copy chunk.
+//
+// The same worker rebuilds (docs/redundancy.md "Rebuild"): an EC file's stale
+// chunk object is rebuilt in place from K other chunks (read row batches in
+// parallel, ISA-L reconstruct, write), then marked ok as above; an object on
+// a lost OST (`sfs ost lost`) is rebuilt onto a new object on an OST the file
+// does not use (a good copy's OSS pulls it, or K chunks reconstruct it) and
+// swapped into the layout (Namespace::ReplaceObject). Up to kFileWorkers
+// files at once; total OSS write rate bounded by set_rate_mibps.
 #pragma once
 
 #include <atomic>
@@ -27,6 +35,7 @@
 namespace sfs::proto {
 class OssRequest;
 class OssResponse;
+class RebuildStatusResp;
 }  // namespace sfs::proto
 
 namespace sfs::mds {
@@ -50,14 +59,31 @@ class MirrorResyncer {
   uint64_t bytes_copied() const { return bytes_copied_.load(std::memory_order_relaxed); }
   uint64_t copy_failures() const { return copy_failures_.load(std::memory_order_relaxed); }
 
+  // Bounds the bytes rebuild/resync writes per second (all files together);
+  // 0 = unbounded (the OSS QoS class "resync" still applies).
+  void set_rate_mibps(double mibps) { rate_mibps_.store(mibps, std::memory_order_relaxed); }
+  // sfs rebuild status (mds.proto RebuildStatusResp).
+  void FillStatus(proto::RebuildStatusResp* out) const;
+
  private:
   void Loop();
   // Resyncs the stale copies of ino it can; true iff none is left stale.
   bool ResyncFile(uint64_t ino);
+  // Rebuilds object `target` of the EC layout l (file size `size`) into
+  // (dst_ost, dst_oid) at dst_addr from K good chunk objects.
+  Status RebuildEcObject(const proto::Layout& l, uint64_t size, int target,
+                              uint32_t dst_ost, uint64_t dst_oid, const std::string& dst_addr);
+  // An up OST for a rebuilt copy of object `target` of l: one l does not
+  // use, else (mirrors) one the target's stripe does not use.
+  std::optional<uint32_t> NewHome(const proto::Layout& l, int target);
+  // Waits as long as the rate knob asks for `bytes` more.
+  void Throttle(uint64_t bytes);
   Status CopyObject(const proto::StripeObject& src, const std::string& src_addr,
                     const proto::StripeObject& dst, const std::string& dst_addr);
   Status CallOss(const std::string& address, const proto::OssRequest& req,
-                 proto::OssResponse* reply);
+                      proto::OssResponse* reply);
+  rpc::Channel* ChannelTo(const std::string& address);
+  std::string Payload(const proto::OssRequest& req) const;
 
   Namespace* const ns_;
   OstRegistry* const osts_;
@@ -73,6 +99,12 @@ class MirrorResyncer {
   std::atomic<uint64_t> copies_resynced_{0};
   std::atomic<uint64_t> bytes_copied_{0};
   std::atomic<uint64_t> copy_failures_{0};
+  std::atomic<double> rate_mibps_{0};
+  std::mutex rate_mu_;
+  std::chrono::steady_clock::time_point rate_next_{};  // GUARDED_BY(rate_mu_)
+  // Bytes and time of the current run of passes with work, for the rate shown.
+  std::atomic<int64_t> active_since_ms_{0};
+  std::atomic<uint64_t> active_bytes_{0};
   std::thread thread_;
 };
 
