@@ -222,6 +222,14 @@ struct RebuildStatus {
   double bytes_per_s = 0;
 };
 
+// One file's scrub by the MDS (`sfs scrub`; mds.proto ScrubResp).
+struct ScrubResult {
+  uint64_t objects_checked = 0, bytes_checked = 0, bad_objects = 0, mismatched_rows = 0;
+  uint64_t repairs_queued = 0;
+  bool busy = false;
+  std::vector<std::string> problems;
+};
+
 // An OST pool: a named set of OSTs that layouts may name (LayoutSpec::pool).
 struct PoolInfo {
   std::string name;
@@ -490,6 +498,9 @@ class Client {
   // held elsewhere. The number of files with an object there. ENOENT: unknown.
   Result<uint64_t> OstLost(const Cred& c, uint32_t index);
   Result<RebuildStatus> GetRebuildStatus();
+  // Has the MDS scrub one file (root): reads every copy/chunk, checks crcs,
+  // copy and parity agreement; with repair, bad objects are queued for resync.
+  Result<ScrubResult> Scrub(const Cred& c, uint64_t ino, bool repair);
 
   // Walks an absolute path from the root ("/" is the root). Follows no symlinks.
   Result<Attr> ResolvePath(const Cred& c, std::string_view path);

@@ -195,6 +195,7 @@ class MdsClient {
   // rebuild_ops.cc: OstLostReq (files marked) and RebuildStatusReq.
   Result<uint64_t> OstLost(const Cred& c, uint32_t index);
   Result<RebuildStatus> GetRebuildStatus();
+  Result<ScrubResult> Scrub(const Cred& c, uint64_t ino, bool repair);
 
   // One PoolReq; c may be null for kList. The pools listed (kList only).
   Result<std::vector<PoolInfo>> Pool(const Cred* c, PoolOp op, std::string_view name,

@@ -31,4 +31,22 @@ Result<RebuildStatus> MdsClient::GetRebuildStatus() {
   return out;
 }
 
+Result<ScrubResult> MdsClient::Scrub(const Cred& c, uint64_t ino, bool repair) {
+  proto::MdsRequest req;
+  req.mutable_scrub()->set_ino(ino);
+  req.mutable_scrub()->set_repair(repair);
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+  const proto::ScrubResp& r = resp.scrub();
+  ScrubResult out;
+  out.objects_checked = r.objects_checked();
+  out.bytes_checked = r.bytes_checked();
+  out.bad_objects = r.bad_objects();
+  out.mismatched_rows = r.mismatched_rows();
+  out.repairs_queued = r.repairs_queued();
+  out.busy = r.busy();
+  out.problems.assign(r.problems().begin(), r.problems().end());
+  return out;
+}
+
 }  // namespace sfs::client

@@ -262,6 +262,16 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
     } else {
       SetStatus(resp, Status::Errno(ENOSYS, "this MDS runs no rebuild"));
     }
+  } else if (req.op_case() == MdsRequest::kScrub) {
+    if (!ContextOf(req).cred.root()) {
+      SetStatus(resp, Status::Errno(EPERM, "only root may scrub"));
+    } else if (!scrub_) {
+      SetStatus(resp, Status::Errno(ENOSYS, "this MDS runs no scrub"));
+    } else {
+      Status st = scrub_(req.scrub(), resp->mutable_scrub());
+      if (!st.ok()) resp->clear_result();
+      SetStatus(resp, st);
+    }
   } else if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
              !DispatchRegistry(ns_, osts_, req, resp)) {
     SetStatus(resp, Status::Errno(EPROTO, "unknown MDS op"));

@@ -60,6 +60,10 @@ class MdsService : public rpc::Handler {
   void set_rebuild_status(std::function<void(proto::RebuildStatusResp*)> fn) {
     rebuild_status_ = std::move(fn);
   }
+  // Answers ScrubReq (root only; MirrorResyncer::ScrubFile); unset: ENOSYS.
+  void set_scrub(std::function<Status(const proto::ScrubReq&, proto::ScrubResp*)> fn) {
+    scrub_ = std::move(fn);
+  }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
@@ -101,6 +105,7 @@ class MdsService : public rpc::Handler {
   MdsMetrics* metrics_ = nullptr;
   std::string metrics_address_;
   std::function<void(proto::RebuildStatusResp*)> rebuild_status_;
+  std::function<Status(const proto::ScrubReq&, proto::ScrubResp*)> scrub_;
   std::optional<auth::ClusterKey> key_;
   int64_t capability_lifetime_s_ = auth::kCapabilityLifetimeSec;
   // Append tokens (append_ops.cc): who may append to an inode without asking.

@@ -36,6 +36,7 @@ namespace sfs::proto {
 class OssRequest;
 class OssResponse;
 class RebuildStatusResp;
+class ScrubResp;
 }  // namespace sfs::proto
 
 namespace sfs::mds {
@@ -64,6 +65,8 @@ class MirrorResyncer {
   void set_rate_mibps(double mibps) { rate_mibps_.store(mibps, std::memory_order_relaxed); }
   // sfs rebuild status (mds.proto RebuildStatusResp).
   void FillStatus(proto::RebuildStatusResp* out) const;
+  // sfs scrub of one file (scrubber.cc; mds.proto ScrubReq).
+  Status ScrubFile(uint64_t ino, bool repair, proto::ScrubResp* out);
 
  private:
   void Loop();
@@ -76,6 +79,10 @@ class MirrorResyncer {
   // An up OST for a rebuilt copy of object `target` of l: one l does not
   // use, else (mirrors) one the target's stripe does not use.
   std::optional<uint32_t> NewHome(const proto::Layout& l, int target);
+  // Reads [off, off + len) of each object in objs at once into bufs (zeros
+  // past its end); one status per object (EIO: a chunk failed its crc).
+  std::vector<Status> ReadAll(const std::vector<const proto::StripeObject*>& objs, uint64_t off,
+                              uint64_t len, std::vector<std::vector<uint8_t>>* bufs);
   // Waits as long as the rate knob asks for `bytes` more.
   void Throttle(uint64_t bytes);
   Status CopyObject(const proto::StripeObject& src, const std::string& src_addr,
