@@ -129,6 +129,7 @@ struct StripeObject {
   uint64_t oid = 0;
   uint32_t mirror = 0;  // which copy of its stripe
   bool stale = false;   // missed writes: never read, not written; resync it
+  bool lost = false;    // with stale: its OST was declared lost; rebuilt elsewhere
 };
 
 // A striping layout. For a file, objects lists (OST, object id) per stripe,
