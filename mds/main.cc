@@ -297,6 +297,7 @@ int Run(const Flags& flags, const sigset_t& stop_signals) {
   MdsService service(&ns, &osts, &leases);
   if (key.has_value()) service.set_cluster_key(*key);
   service.set_rebuild_status([&resyncer](proto::RebuildStatusResp* out) { resyncer.FillStatus(out); });
+  service.set_rebuild_kick([&resyncer] { resyncer.Kick(); });
   service.set_scrub([&resyncer](const proto::ScrubReq& req, proto::ScrubResp* out) {
     return resyncer.ScrubFile(req.ino(), req.repair(), out);
   });

@@ -271,10 +271,14 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
       Status st = scrub_(req.scrub(), resp->mutable_scrub());
       if (!st.ok()) resp->clear_result();
       SetStatus(resp, st);
+      if (st.ok() && resp->scrub().repairs_queued() > 0 && rebuild_kick_) rebuild_kick_();
     }
   } else if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
              !DispatchRegistry(ns_, osts_, req, resp)) {
     SetStatus(resp, Status::Errno(EPROTO, "unknown MDS op"));
+  }
+  if (req.op_case() == MdsRequest::kOstLost && resp->status().code() == 0 && rebuild_kick_) {
+    rebuild_kick_();
   }
   if (req.op_case() == MdsRequest::kGetOstMap && !metrics_address_.empty()) {
     resp->mutable_get_ost_map()->set_mds_metrics_address(metrics_address_);

@@ -60,6 +60,8 @@ class MdsService : public rpc::Handler {
   void set_rebuild_status(std::function<void(proto::RebuildStatusResp*)> fn) {
     rebuild_status_ = std::move(fn);
   }
+  // Called after an OST was declared lost (new rebuild work); unset: nothing.
+  void set_rebuild_kick(std::function<void()> fn) { rebuild_kick_ = std::move(fn); }
   // Answers ScrubReq (root only; MirrorResyncer::ScrubFile); unset: ENOSYS.
   void set_scrub(std::function<Status(const proto::ScrubReq&, proto::ScrubResp*)> fn) {
     scrub_ = std::move(fn);
@@ -105,6 +107,7 @@ class MdsService : public rpc::Handler {
   MdsMetrics* metrics_ = nullptr;
   std::string metrics_address_;
   std::function<void(proto::RebuildStatusResp*)> rebuild_status_;
+  std::function<void()> rebuild_kick_;
   std::function<Status(const proto::ScrubReq&, proto::ScrubResp*)> scrub_;
   std::optional<auth::ClusterKey> key_;
   int64_t capability_lifetime_s_ = auth::kCapabilityLifetimeSec;

@@ -43,13 +43,24 @@ MirrorResyncer::~MirrorResyncer() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_one();
+  cv_.notify_all();  // the loop and any worker waiting in Throttle
   thread_.join();
+}
+
+void MirrorResyncer::Kick() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kicked_ = true;
+  }
+  cv_.notify_all();
 }
 
 void MirrorResyncer::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, interval_, [&] { return stop_.load(); })) {
+  for (;;) {
+    cv_.wait_for(lock, interval_, [&] { return stop_.load() || kicked_; });
+    if (stop_) return;
+    kicked_ = false;
     lock.unlock();
     RunOnce();
     lock.lock();

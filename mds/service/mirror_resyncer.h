@@ -53,6 +53,9 @@ class MirrorResyncer {
 
   // One pass over the wanted files (also what the thread runs).
   void RunOnce();
+  // Starts the next pass now rather than at the next interval (new work:
+  // an OST declared lost, a scrub's repairs).
+  void Kick();
 
   // Progress, for the metrics (sfs_mds_mirror_resync_*): stale copies
   // brought back to ok and bytes copied since start, failed copy attempts.
@@ -103,6 +106,7 @@ class MirrorResyncer {
   std::condition_variable cv_;
   // Set under mu_ (the loop's wait); read without it between files.
   std::atomic<bool> stop_{false};
+  bool kicked_ = false;  // GUARDED_BY(mu_)
   std::atomic<uint64_t> copies_resynced_{0};
   std::atomic<uint64_t> bytes_copied_{0};
   std::atomic<uint64_t> copy_failures_{0};

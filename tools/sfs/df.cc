@@ -119,7 +119,7 @@ void PrintDfJson(const std::vector<client::OstStatus>& osts, const client::FsSta
     const auto& o = osts[i];
     uint64_t u = o.total_bytes - o.free_bytes;
     os << (i ? "," : "") << "{\"index\":" << o.index << ",\"uuid\":" << JsonString(o.uuid)
-       << ",\"address\":" << JsonString(o.address) << ",\"up\":" << (o.up ? "true" : "false")
+       << ",\"address\":" << JsonString(o.address) << ",\"up\":" << (o.up ? "true" : "false") << ",\"lost\":" << (o.lost ? "true" : "false")
        << ",\"total\":" << o.total_bytes << ",\"used\":" << u << ",\"avail\":" << o.avail_bytes << "}";
     total += o.total_bytes;
     used += u;
@@ -169,7 +169,7 @@ int RunServers(int argc, char** argv) {
     double age = o.last_heartbeat_ms ? (now_ms - o.last_heartbeat_ms) / 1000.0 : -1;
     if (a.g.json) {
       os << (i ? "," : "") << "{\"index\":" << o.index << ",\"uuid\":" << JsonString(o.uuid)
-         << ",\"address\":" << JsonString(o.address) << ",\"up\":" << (o.up ? "true" : "false")
+         << ",\"address\":" << JsonString(o.address) << ",\"up\":" << (o.up ? "true" : "false") << ",\"lost\":" << (o.lost ? "true" : "false")
          << ",\"heartbeat_age_s\":" << age << ",\"avail\":" << o.avail_bytes << ",\"transport\":" << JsonString(o.transport) << "}";
     } else {
       char line[256];
