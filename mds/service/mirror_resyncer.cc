@@ -94,6 +94,7 @@ void MirrorResyncer::RunOnce() {
 void MirrorResyncer::Throttle(uint64_t bytes) {
   bytes_copied_.fetch_add(bytes, std::memory_order_relaxed);
   active_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  active_last_ms_.store(SteadyMs(), std::memory_order_relaxed);
   const double mibps = rate_mibps_.load(std::memory_order_relaxed);
   if (mibps <= 0) return;
   std::chrono::steady_clock::time_point until;
@@ -138,7 +139,8 @@ void MirrorResyncer::FillStatus(proto::RebuildStatusResp* out) const {
   out->set_bytes_done(bytes_copied());
   out->set_failures(copy_failures());
   const int64_t since = active_since_ms_.load(std::memory_order_relaxed);
-  const int64_t ms = SteadyMs() - since;
+  // Over the time bytes were moving, not the idle time after the last of them.
+  const int64_t ms = active_last_ms_.load(std::memory_order_relaxed) - since;
   if (since != 0 && ms > 0) {
     out->set_bytes_per_s(static_cast<double>(active_bytes_.load(std::memory_order_relaxed)) *
                          1000.0 / static_cast<double>(ms));

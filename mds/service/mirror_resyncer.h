@@ -116,6 +116,7 @@ class MirrorResyncer {
   // Bytes and time of the current run of passes with work, for the rate shown.
   std::atomic<int64_t> active_since_ms_{0};
   std::atomic<uint64_t> active_bytes_{0};
+  std::atomic<int64_t> active_last_ms_{0};  // when those bytes last grew
   std::thread thread_;
 };
 
