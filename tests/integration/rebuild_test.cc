@@ -332,6 +332,43 @@ TEST_F(RebuildTest, AFlippedByteInOneChunkIsRepairedByScrub) {
       << "the repaired chunk object holds wrong bytes";
 }
 
+// The same for a mirror-2 file: the rotted copy is found by scrub and
+// resynced from the other, which is then killed: the repaired copy alone
+// reads back right.
+TEST_F(RebuildTest, AFlippedByteInOneMirrorCopyIsRepairedByScrub) {
+  MakeDir("/m", {"-N", "2", "-c", "1"});
+  const std::string want = Data((1 << 20) + 333);
+  ASSERT_TRUE(WriteFile(mnt_ + "/m/f", want));
+  client::LayoutSpec l = LayoutOf("/m/f");
+  ASSERT_EQ(l.objects.size(), 2u);
+  const std::string obj = cluster().ObjectPath(*client_, l.objects[0].ost, l.objects[0].oid);
+  ASSERT_FALSE(obj.empty());
+  {
+    int fd = open(obj.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0) << obj << ": " << strerror(errno);
+    uint8_t b = 0;
+    ASSERT_EQ(pread(fd, &b, 1, 777777), 1);
+    b ^= 0x01;
+    ASSERT_EQ(pwrite(fd, &b, 1, 777777), 1);
+    fsync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  SfsRun found = Sfs({"scrub", "-v", mnt_ + "/m"});
+  EXPECT_EQ(found.exit, 1) << found.out;
+  EXPECT_NE(found.out.find("1 bad object(s)"), std::string::npos) << found.out;
+  EXPECT_NE(found.out.find("1 repair(s) queued"), std::string::npos) << found.out;
+  ASSERT_TRUE(RebuildDone()) << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  EXPECT_EQ(NotOk(LayoutOf("/m/f")), 0u);
+  SfsRun again = Sfs({"scrub", mnt_ + "/m"});
+  EXPECT_EQ(again.exit, 0) << again.out;
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[1].ost)).ok());
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/m/f", want.size()), want))
+      << "the repaired copy holds wrong bytes";
+}
+
 // Two mounts writing overlapping unaligned ranges of one EC stripe at once
 // leave data and parity consistent: scrub finds nothing.
 TEST_F(RebuildTest, ScrubIsCleanAfterTwoMountsWriteOneEcStripe) {
