@@ -377,6 +377,17 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
     // Where it is rebuilt: in place (stale, its OSS back) or a new object on
     // another OST (lost).
     const bool lost = dst.state() == proto::OBJECT_LOST;
+    {
+      // Sources first: without a good copy up (or K good chunks up) there is
+      // nothing to rebuild from yet; no object id, no attempt, no log line.
+      size_t readable = 0;
+      for (int j = ec ? 0 : i % stripes; j < l.objects_size(); j += ec ? 1 : stripes) {
+        if (j != i && l.objects(j).state() == proto::OBJECT_OK && osts_->UpAddress(l.objects(j).ost())) {
+          ++readable;
+        }
+      }
+      if (readable < (ec ? l.ec_data() : 1u)) continue;
+    }
     uint32_t dst_ost = dst.ost();
     uint64_t dst_oid = dst.oid();
     if (lost) {

@@ -400,6 +400,56 @@ TEST_F(RebuildTest, ScrubIsCleanAfterTwoMountsWriteOneEcStripe) {
   EXPECT_NE(scrub.out.find("scrubbed 1 file(s) (0 busy"), std::string::npos) << scrub.out;
 }
 
+// Every copy of one stripe lost: that stripe reads EIO, the other stripe
+// reads right (never wrong bytes), the rest is rebuilt, and the file stays on
+// the list with its unrecoverable objects (the rebuild cannot invent them).
+TEST_F(RebuildTest, LosingEveryCopyOfAStripeIsEioForExactlyThatStripe) {
+  constexpr size_t kUnit = 64 * 1024;
+  MakeDir("/m", {"-N", "2", "-c", "2", "-S", "64K"});
+  const std::string want = Data(8 * kUnit);
+  ASSERT_TRUE(WriteFile(mnt_ + "/m/f", want));
+  client::LayoutSpec l = LayoutOf("/m/f");
+  ASSERT_EQ(l.objects.size(), 4u);
+  const uint32_t a = l.objects[0].ost, b = l.objects[2].ost;  // stripe 0's copies
+  ASSERT_NE(a, b);
+  ASSERT_FALSE(std::set<uint32_t>({a, b}) == std::set<uint32_t>({l.objects[1].ost, l.objects[3].ost}))
+      << "both stripes on the same two OSTs";
+  // Both dead before either is declared (a copy pulled from an OSS that dies
+  // mid-pull waits out the pulling OSS's timeout before it is tried again).
+  for (uint32_t ost : {a, b}) ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, ost)).ok());
+  for (uint32_t ost : {a, b}) {
+    SfsRun r = Sfs({"ost", "lost", std::to_string(ost), "-m", mnt_});
+    ASSERT_EQ(r.exit, 0) << r.out;
+  }
+  // Stripe 1's copies on a or b (if any) are rebuilt; stripe 0's two stay lost.
+  EXPECT_TRUE(PollUntil([&] { return NotOk(LayoutOf("/m/f")) == 2; }, seconds(60)));
+  client::LayoutSpec after = LayoutOf("/m/f");
+  EXPECT_TRUE(after.objects[0].stale && after.objects[2].stale);
+  EXPECT_TRUE(after.objects[0].lost && after.objects[2].lost);
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  int fd = open((*fresh + "/m/f").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  for (size_t u = 0; u < 8; ++u) {
+    std::string got(kUnit, '\0');
+    errno = 0;
+    ssize_t n = pread(fd, got.data(), kUnit, static_cast<off_t>(u * kUnit));
+    if (u % 2 == 0) {
+      EXPECT_EQ(n, -1) << "unit " << u << " of the lost stripe returned bytes";
+      EXPECT_EQ(errno, EIO) << "unit " << u;
+    } else {
+      ASSERT_EQ(n, static_cast<ssize_t>(kUnit)) << "unit " << u << ": " << strerror(errno);
+      EXPECT_TRUE(SameBytes(got, want.substr(u * kUnit, kUnit))) << "unit " << u;
+    }
+  }
+  close(fd);
+  auto st = client_->GetRebuildStatus();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->files_pending, 1u);
+  EXPECT_EQ(st->objects_pending, 2u);
+}
+
 // The rebuild is resumable: with the rate bounded (--rebuild-mibps 8) the MDS
 // is SIGKILLed half-way through rebuilding a lost OST's 24 MiB chunk object;
 // the restarted MDS finds the file still on its list and finishes, and the
