@@ -964,6 +964,16 @@ Result<std::vector<OstStatus>> Client::ListOsts(std::string* mds_metrics) {
   return osts;
 }
 
+Result<uint64_t> Client::OstLost(const Cred& c, uint32_t index) {
+  return impl_->mds->OstLost(c, index);
+}
+
+Result<RebuildStatus> Client::GetRebuildStatus() { return impl_->mds->GetRebuildStatus(); }
+
+Result<ScrubResult> Client::Scrub(const Cred& c, uint64_t ino, bool repair) {
+  return impl_->mds->Scrub(c, ino, repair);
+}
+
 Result<std::vector<PoolInfo>> Client::ListPools(std::string_view name) {
   return impl_->mds->Pool(nullptr, PoolOp::kList, name, {});
 }

@@ -129,6 +129,7 @@ struct StripeObject {
   uint64_t oid = 0;
   uint32_t mirror = 0;  // which copy of its stripe
   bool stale = false;   // missed writes: never read, not written; resync it
+  bool lost = false;    // with stale: its OST was declared lost; rebuilt elsewhere
 };
 
 // A striping layout. For a file, objects lists (OST, object id) per stripe,
@@ -211,6 +212,23 @@ struct OstStatus {
   // it has no channel to that address (yet).
   std::string transport = "-";
   std::string metrics_address;  // the OSS's GET /metrics ("" = none)
+  bool lost = false;            // declared lost (`sfs ost lost`)
+};
+
+// The MDS's rebuild and resync progress (`sfs rebuild status`).
+struct RebuildStatus {
+  std::vector<uint32_t> lost_osts;
+  uint64_t files_pending = 0, objects_pending = 0, bytes_pending = 0;
+  uint64_t objects_done = 0, bytes_done = 0, failures = 0;
+  double bytes_per_s = 0;
+};
+
+// One file's scrub by the MDS (`sfs scrub`; mds.proto ScrubResp).
+struct ScrubResult {
+  uint64_t objects_checked = 0, bytes_checked = 0, bad_objects = 0, mismatched_rows = 0;
+  uint64_t repairs_queued = 0;
+  bool busy = false;
+  std::vector<std::string> problems;
 };
 
 // An OST pool: a named set of OSTs that layouts may name (LayoutSpec::pool).
@@ -477,6 +495,13 @@ class Client {
   // ResyncCopies) and has the MDS mark them ok; the layout after. Owner or
   // root. EINVAL if the file is not mirrored.
   Result<LayoutSpec> ResyncMirrors(const Cred& c, uint64_t ino);
+  // Declares an OST lost (root; rebuild_ops.cc): the MDS rebuilds what it
+  // held elsewhere. The number of files with an object there. ENOENT: unknown.
+  Result<uint64_t> OstLost(const Cred& c, uint32_t index);
+  Result<RebuildStatus> GetRebuildStatus();
+  // Has the MDS scrub one file (root): reads every copy/chunk, checks crcs,
+  // copy and parity agreement; with repair, bad objects are queued for resync.
+  Result<ScrubResult> Scrub(const Cred& c, uint64_t ino, bool repair);
 
   // Walks an absolute path from the root ("/" is the root). Follows no symlinks.
   Result<Attr> ResolvePath(const Cred& c, std::string_view path);

@@ -72,7 +72,8 @@ LayoutSpec FromProto(const proto::Layout& p, bool inherited) {
   l.ec_parity = p.ec_parity();
   l.capability = p.capability();
   for (const proto::StripeObject& po : p.objects()) {
-    l.objects.push_back({po.ost(), po.oid(), po.mirror(), po.state() != proto::OBJECT_OK});
+    l.objects.push_back({po.ost(), po.oid(), po.mirror(), po.state() != proto::OBJECT_OK,
+                         po.state() == proto::OBJECT_LOST});
   }
   return l;
 }
@@ -88,6 +89,7 @@ OstStatus FromProto(const proto::OstInfo& p) {
   o.avail_bytes = p.avail_bytes();
   o.last_heartbeat_ms = p.last_heartbeat_ms();
   o.metrics_address = p.metrics_address();
+  o.lost = p.lost();
   return o;
 }
 

@@ -209,6 +209,10 @@ class MdsClient {
   Result<LayoutSpec> MirrorState(const Cred& c, uint64_t ino, std::span<const StripeObject> objects,
                                  bool stale, const Attr* idle = nullptr);
   Result<std::vector<OstStatus>> GetOstMap(std::string* mds_metrics = nullptr);
+  // rebuild_ops.cc: OstLostReq (files marked) and RebuildStatusReq.
+  Result<uint64_t> OstLost(const Cred& c, uint32_t index);
+  Result<RebuildStatus> GetRebuildStatus();
+  Result<ScrubResult> Scrub(const Cred& c, uint64_t ino, bool repair);
 
   // One PoolReq; c may be null for kList. The pools listed (kList only).
   Result<std::vector<PoolInfo>> Pool(const Cred* c, PoolOp op, std::string_view name,

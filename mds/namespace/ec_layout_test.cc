@@ -112,8 +112,61 @@ TEST_F(EcLayoutTest, NoMoreThanMChunkObjectsGoStaleAndTheMarksAreDurable) {
   ASSERT_TRUE(ns_->GetLayout(ino, &got).ok());
   EXPECT_EQ(got.layout().objects(1).state(), proto::OBJECT_STALE);
   EXPECT_EQ(got.layout().objects(2).state(), proto::OBJECT_OK);
-  // Not on the mirrors' resync list: copying a chunk from another is wrong.
-  EXPECT_TRUE(ns_->ResyncWanted().empty());
+  // On the resync list: the MDS's resyncer rebuilds it from K other chunks.
+  EXPECT_EQ(ns_->ResyncWanted(), std::vector<uint64_t>{ino});
+}
+
+// `sfs ost lost`: every object on the OST is marked lost, durably, its files
+// go on the resync list, the OST is never allocated again; ReplaceObject
+// swaps a rebuilt object in (refused if the file changed meanwhile).
+TEST_F(EcLayoutTest, OstLostMarksObjectsAndReplaceObjectSwapsInTheRebuiltOne) {
+  auto d = Mkdir(kRootIno, "d");
+  ASSERT_TRUE(ns_->SetLayout(RootCtx(), Ec(d->ino(), 2, 1)).ok());
+  auto f = Create(d->ino(), "f");
+  ASSERT_TRUE(f.ok());
+  const uint64_t ino = f->attr().ino();
+  const proto::StripeObject victim = f->layout().objects(0);
+  uint64_t files = 0;
+  EXPECT_ERRNO(ns_->OstLost(UserCtx(1000), victim.ost(), &files), EPERM);
+  EXPECT_ERRNO(ns_->OstLost(RootCtx(), 99, &files), ENOENT);
+  ASSERT_TRUE(ns_->OstLost(RootCtx(), victim.ost(), &files).ok());
+  EXPECT_EQ(files, 1u);
+  Reopen();
+  proto::GetLayoutResp got;
+  ASSERT_TRUE(ns_->GetLayout(ino, &got).ok());
+  EXPECT_EQ(got.layout().objects(0).state(), proto::OBJECT_LOST);
+  EXPECT_EQ(ns_->ResyncWanted(), std::vector<uint64_t>{ino});
+  ASSERT_EQ(osts_->LostOsts(), std::vector<uint32_t>{victim.ost()}) << "not durable";
+  // Never allocated again: new 2+1 files use the other three OSTs only.
+  for (int i = 0; i < 4; ++i) {
+    auto g = Create(d->ino(), "g" + std::to_string(i));
+    ASSERT_TRUE(g.ok());
+    for (const auto& o : g->layout().objects()) EXPECT_NE(o.ost(), victim.ost());
+  }
+  // A lost object is not marked ok by a client's resync.
+  proto::MirrorStateReq ok;
+  ok.set_ino(ino);
+  *ok.add_objects() = victim;
+  ok.set_state(proto::OBJECT_OK);
+  proto::GetLayoutResp out;
+  EXPECT_ERRNO(ns_->MirrorState(RootCtx(), ok, &out), EINVAL);
+  auto attr = ns_->GetAttr(ino);
+  ASSERT_TRUE(attr.ok());
+  auto oid = ns_->NewObjectId();
+  ASSERT_TRUE(oid.ok());
+  const uint32_t home = victim.ost() == 3 ? 2 : 3;
+  EXPECT_ERRNO(ns_->ReplaceObject(ino, victim.ost(), victim.oid(), home, *oid, attr->size() + 1,
+                                  attr->mtime_ns()),
+               EBUSY);
+  ASSERT_TRUE(
+      ns_->ReplaceObject(ino, victim.ost(), victim.oid(), home, *oid, attr->size(), attr->mtime_ns())
+          .ok());
+  Reopen();
+  ASSERT_TRUE(ns_->GetLayout(ino, &got).ok());
+  EXPECT_EQ(got.layout().objects(0).ost(), home);
+  EXPECT_EQ(got.layout().objects(0).oid(), *oid);
+  EXPECT_EQ(got.layout().objects(0).state(), proto::OBJECT_OK);
+  EXPECT_TRUE(ns_->ResyncWanted().empty()) << "whole again: off the list";
 }
 
 }  // namespace

@@ -350,6 +350,12 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
         return Status::Errno(ESTALE, "object " + std::to_string(want.oid()) + " on OST " +
                                          std::to_string(want.ost()) + " is not in the layout");
       }
+      if (l->objects(found).state() == proto::OBJECT_LOST) {
+        // On a lost OST: only the rebuild (ReplaceObject) brings it back.
+        if (req.state() == proto::OBJECT_STALE) continue;
+        return Status::Errno(EINVAL, "object " + std::to_string(want.oid()) + " is on lost OST " +
+                                         std::to_string(want.ost()) + "; it is being rebuilt");
+      }
       if (ec) {
         // Never more than M chunk objects stale: any K must still give the rows.
         int stale = 0;
@@ -380,10 +386,8 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
       }
     }
     *out->mutable_layout() = *l;
-    // EC chunks are not resynced by copying (that needs a rebuild from the
-    // other chunks, not built yet): they stay stale and are reconstructed on
-    // read, so they do not go on the mirror resync list.
-    if (changed && req.state() == proto::OBJECT_STALE && !ec) {
+    // EC chunks too: the resyncer rebuilds them from K other chunks.
+    if (changed && req.state() == proto::OBJECT_STALE) {
       // Durably on the resync's list with the stale mark itself, so that an
       // MDS restart resyncs it too (Start loads the W keys).
       const uint64_t ino = req.ino();
@@ -395,7 +399,7 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
     }
     if (changed && req.state() == proto::OBJECT_OK &&
         std::none_of(l->objects().begin(), l->objects().end(), [](const proto::StripeObject& o) {
-          return o.state() == proto::OBJECT_STALE;
+          return o.state() != proto::OBJECT_OK;
         })) {
       txn.batch().Delete(keys::Resync(req.ino()));  // nothing stale is left
     }

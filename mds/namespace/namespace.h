@@ -172,6 +172,21 @@ class Namespace {
   // Marks copies of a mirrored file stale or ok (mds.proto MirrorStateReq).
   Status MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req,
                      proto::GetLayoutResp* out);
+  // --- lost OSTs and rebuild (rebuild.cc; docs/redundancy.md "Rebuild") ---
+  // Root only. Declares the OST lost in the registry (durably) and marks every
+  // object on it OBJECT_LOST, putting those files on the resync list, in one
+  // commit. *files = how many files had an object there.
+  Status OstLost(const OpCtx& ctx, uint32_t ost, uint64_t* files);
+  // A fresh object id for a rebuilt object (not yet in any layout: an
+  // object never swapped in is only an orphan on its OST).
+  Result<uint64_t> NewObjectId();
+  // Swaps the rebuilt object (new_ost, new_oid) in, OK, for the lost or stale
+  // object (old_ost, old_oid) of ino, iff the file is not open for write and
+  // its size and mtime are still `size`/`mtime_ns` (as MirrorStateReq.if_idle:
+  // EBUSY otherwise). Drops the file from the resync list's key when nothing
+  // is left to rebuild. Synced before it returns.
+  Status ReplaceObject(uint64_t ino, uint32_t old_ost, uint64_t old_oid, uint32_t new_ost,
+                       uint64_t new_oid, uint64_t size, int64_t mtime_ns);
 
   // --- OST pools (pool.cc): POOL_LIST reads, the other ops mutate (root only) ---
   Status Pool(const OpCtx& ctx, const proto::PoolReq& req, proto::PoolResp* out);

@@ -32,7 +32,8 @@ Status OstRegistry::Load(int64_t now_ms) {
                              o.index = rec.index();
                              o.uuid = rec.uuid();
                              o.address = rec.address();
-                             o.up = true;
+                             o.lost = rec.lost();
+                             o.up = !o.lost;
                              o.last_heartbeat_ms = now_ms;
                              loaded.push_back(std::move(o));
                              return true;
@@ -57,6 +58,7 @@ Status OstRegistry::PersistLocked(const OstState& ost) {
   rec.set_index(ost.index);
   rec.set_uuid(ost.uuid);
   rec.set_address(ost.address);
+  rec.set_lost(ost.lost);
   KvBatch batch;
   batch.Put(keys::Ost(ost.uuid), rec.SerializeAsString());
   return store_->Write(batch, /*sync=*/true);
@@ -85,7 +87,7 @@ Result<std::vector<uint32_t>> OstRegistry::Register(const std::string& address,
     o->address = address;
     o->metrics_address = r.metrics_address;
     o->stats = r.stats;
-    o->up = true;
+    o->up = !o->lost;  // a lost OST's disk came back: its objects are rebuilt elsewhere anyway
     o->last_heartbeat_ms = now_ms;
     if (changed) SFS_RETURN_IF_ERROR(PersistLocked(*o));
     indices.push_back(o->index);
@@ -101,6 +103,7 @@ Status OstRegistry::Heartbeat(const std::string& address, const std::vector<OstR
                            [&](const OstState& o) { return o.uuid == r.uuid; });
     if (it == osts_.end()) return Status::Errno(ENOENT, "unknown OST " + r.uuid);
     if (it->address != address) return Status::Errno(ENOENT, "OST moved; register again");
+    if (it->lost) continue;  // declared lost: what it holds is being rebuilt elsewhere
     if (!it->up) LOG_INFO("OST " << it->index << " is up again");
     it->stats = r.stats;
     it->metrics_address = r.metrics_address;
@@ -131,6 +134,34 @@ std::optional<std::string> OstRegistry::UpAddress(uint32_t index) const {
   return osts_[index].address;
 }
 
+Status OstRegistry::MarkLost(uint32_t index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index >= osts_.size()) {
+    return Status::Errno(ENOENT, "no OST " + std::to_string(index) + " (the MDS knows " +
+                                     std::to_string(osts_.size()) + ")");
+  }
+  OstState& o = osts_[index];
+  if (o.lost) return Status::Ok();
+  o.lost = true;
+  Status st = PersistLocked(o);
+  if (!st.ok()) {
+    o.lost = false;
+    return st;
+  }
+  o.up = false;
+  LOG_WARN("OST " << index << " (" << o.address << ") declared lost");
+  return Status::Ok();
+}
+
+std::vector<uint32_t> OstRegistry::LostOsts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint32_t> out;
+  for (const OstState& o : osts_) {
+    if (o.lost) out.push_back(o.index);
+  }
+  return out;
+}
+
 size_t OstRegistry::UpCount() const {
   std::lock_guard<std::mutex> lock(mu_);
   return std::count_if(osts_.begin(), osts_.end(), [](const OstState& o) { return o.up; });
@@ -151,6 +182,7 @@ std::vector<OstState*> OstRegistry::CandidatesLocked(const std::vector<uint32_t>
   std::vector<OstState*> good, up, all;
   for (OstState& o : osts_) {
     if (only != nullptr && std::find(only->begin(), only->end(), o.index) == only->end()) continue;
+    if (o.lost) continue;
     all.push_back(&o);
     if (!o.up) continue;
     up.push_back(&o);

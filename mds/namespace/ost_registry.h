@@ -39,6 +39,9 @@ struct OstState {
   std::string address;
   std::string metrics_address;  // as last reported (not persisted)
   bool up = false;
+  // Declared lost (`sfs ost lost`, persisted): never up again, never
+  // allocated; its OSS's heartbeats are ignored (docs/redundancy.md "Rebuild").
+  bool lost = false;
   OstStats stats;
   int64_t last_heartbeat_ms = 0;
   int64_t credit = 0;  // smooth weighted round-robin state
@@ -70,6 +73,9 @@ class OstRegistry {
   std::vector<OstState> Snapshot() const;
   // Address of the OSS serving OST `index`, iff it is known and up.
   std::optional<std::string> UpAddress(uint32_t index) const;
+  // Declares OST index lost, durably. ENOENT for an unknown index.
+  Status MarkLost(uint32_t index);
+  std::vector<uint32_t> LostOsts() const;
   size_t UpCount() const;
   size_t KnownCount() const;
 

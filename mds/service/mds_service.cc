@@ -61,6 +61,7 @@ void FillOstMap(const std::vector<OstState>& osts, proto::GetOstMapResp* out) {
     info->set_free_inodes(o.stats.free_inodes);
     info->set_last_heartbeat_ms(o.last_heartbeat_ms);
     info->set_metrics_address(o.metrics_address);
+    info->set_lost(o.lost);
   }
 }
 
@@ -134,6 +135,12 @@ class Writes {
     Done(ns_->MigrateBegin(ctx_, r_.migrate_begin(), out_->mutable_migrate_begin()));
   }
   void MigrateCommit() { Done(ns_->MigrateCommit(ctx_, r_.migrate_commit())); }
+  void OstLost() {
+    uint64_t files = 0;
+    Status st = ns_->OstLost(ctx_, r_.ost_lost().index(), &files);
+    if (st.ok()) out_->mutable_rebuild_status()->set_files_marked(files);
+    Done(st);
+  }
 
  private:
   proto::Attr* Attr() { return out_->mutable_attr()->mutable_attr(); }
@@ -208,6 +215,7 @@ bool DispatchWrite(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
     case MdsRequest::kQos: h.Qos(); return true;
     case MdsRequest::kMigrateBegin: h.MigrateBegin(); return true;
     case MdsRequest::kMigrateCommit: h.MigrateCommit(); return true;
+    case MdsRequest::kOstLost: h.OstLost(); return true;
     default: return false;
   }
 }
@@ -248,9 +256,30 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   ns_->TouchClient(req.client_id());
   if (locks_ != nullptr) locks_->Touch(req.client_id());
   ApplyDeferredCloses(ns_, req, resp);
-  if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
-      !DispatchRegistry(ns_, osts_, req, resp)) {
+  if (req.op_case() == MdsRequest::kRebuildStatus) {
+    if (rebuild_status_) {
+      rebuild_status_(resp->mutable_rebuild_status());
+      SetStatus(resp, Status::Ok());
+    } else {
+      SetStatus(resp, Status::Errno(ENOSYS, "this MDS runs no rebuild"));
+    }
+  } else if (req.op_case() == MdsRequest::kScrub) {
+    if (!ContextOf(req).cred.root()) {
+      SetStatus(resp, Status::Errno(EPERM, "only root may scrub"));
+    } else if (!scrub_) {
+      SetStatus(resp, Status::Errno(ENOSYS, "this MDS runs no scrub"));
+    } else {
+      Status st = scrub_(req.scrub(), resp->mutable_scrub());
+      if (!st.ok()) resp->clear_result();
+      SetStatus(resp, st);
+      if (st.ok() && resp->scrub().repairs_queued() > 0 && rebuild_kick_) rebuild_kick_();
+    }
+  } else if (!DispatchRead(ns_, req, resp) && !DispatchWrite(ns_, req, resp) &&
+             !DispatchRegistry(ns_, osts_, req, resp)) {
     SetStatus(resp, Status::Errno(EPROTO, "unknown MDS op"));
+  }
+  if (req.op_case() == MdsRequest::kOstLost && resp->status().code() == 0 && rebuild_kick_) {
+    rebuild_kick_();
   }
   if (req.op_case() == MdsRequest::kGetOstMap && !metrics_address_.empty()) {
     resp->mutable_get_ost_map()->set_mds_metrics_address(metrics_address_);

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -76,6 +77,16 @@ class MdsService : public rpc::Handler {
   void set_cluster_key(auth::ClusterKey key) { key_ = std::move(key); }
   // How long those capabilities last (tests shorten it to see renewal).
   void set_capability_lifetime_s(int64_t s) { capability_lifetime_s_ = s; }
+  // Answers RebuildStatusReq (the MDS's MirrorResyncer::FillStatus); unset: ENOSYS.
+  void set_rebuild_status(std::function<void(proto::RebuildStatusResp*)> fn) {
+    rebuild_status_ = std::move(fn);
+  }
+  // Called after an OST was declared lost (new rebuild work); unset: nothing.
+  void set_rebuild_kick(std::function<void()> fn) { rebuild_kick_ = std::move(fn); }
+  // Answers ScrubReq (root only; MirrorResyncer::ScrubFile); unset: ENOSYS.
+  void set_scrub(std::function<Status(const proto::ScrubReq&, proto::ScrubResp*)> fn) {
+    scrub_ = std::move(fn);
+  }
 
   void Handle(rpc::Request& req, rpc::Reply* reply) override;
   void HandleAsync(rpc::Request& req, rpc::ReplyFn done) override;
@@ -135,6 +146,9 @@ class MdsService : public rpc::Handler {
   LockTable* locks_ = nullptr;
   MdsMetrics* metrics_ = nullptr;
   std::string metrics_address_;
+  std::function<void(proto::RebuildStatusResp*)> rebuild_status_;
+  std::function<void()> rebuild_kick_;
+  std::function<Status(const proto::ScrubReq&, proto::ScrubResp*)> scrub_;
   std::optional<auth::ClusterKey> key_;
   int64_t capability_lifetime_s_ = auth::kCapabilityLifetimeSec;
   // Append tokens (append_ops.cc): who may append to an inode without asking.

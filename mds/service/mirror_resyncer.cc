@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/ec/ec_geometry.h"
+#include "common/ec/rs_codec.h"
 #include "common/log.h"
+#include "mds.pb.h"
 #include "oss.pb.h"
 
 namespace sfs::mds {
@@ -16,6 +19,15 @@ constexpr uint64_t kChunk = 16 << 20;  // bytes per copy call (the OSS takes 64 
 constexpr std::chrono::milliseconds kTimeout{30000};
 // The job id of resync traffic: the OSS QoS class "resync" (oss/service/qos.cc).
 constexpr const char* kResyncJobId = "sfs:resync";
+// Files rebuilt at once: each keeps K reads (EC) or one copy call in flight,
+// so a few files keep every surviving OSS busy.
+constexpr int kFileWorkers = 4;
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
@@ -31,13 +43,24 @@ MirrorResyncer::~MirrorResyncer() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_one();
+  cv_.notify_all();  // the loop and any worker waiting in Throttle
   thread_.join();
+}
+
+void MirrorResyncer::Kick() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kicked_ = true;
+  }
+  cv_.notify_all();
 }
 
 void MirrorResyncer::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, interval_, [&] { return stop_.load(); })) {
+  for (;;) {
+    cv_.wait_for(lock, interval_, [&] { return stop_.load() || kicked_; });
+    if (stop_) return;
+    kicked_ = false;
     lock.unlock();
     RunOnce();
     lock.lock();
@@ -45,27 +68,107 @@ void MirrorResyncer::Loop() {
 }
 
 void MirrorResyncer::RunOnce() {
-  for (uint64_t ino : ns_->ResyncWanted()) {
-    if (stop_.load()) return;  // the MDS is stopping: the next start resyncs
-    if (ResyncFile(ino)) ns_->ResyncDone(ino);
+  const std::vector<uint64_t> wanted = ns_->ResyncWanted();
+  if (wanted.empty()) {
+    active_since_ms_.store(0, std::memory_order_relaxed);
+    return;
   }
+  if (active_since_ms_.load(std::memory_order_relaxed) == 0) {
+    active_since_ms_.store(SteadyMs(), std::memory_order_relaxed);
+    active_bytes_.store(0, std::memory_order_relaxed);
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < wanted.size();) {
+      if (stop_.load()) return;  // the MDS is stopping: the next start resyncs
+      if (ResyncFile(wanted[i])) ns_->ResyncDone(wanted[i]);
+    }
+  };
+  std::vector<std::thread> workers;
+  const size_t n = std::min<size_t>(kFileWorkers, wanted.size());
+  for (size_t w = 1; w < n; ++w) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+}
+
+void MirrorResyncer::Throttle(uint64_t bytes) {
+  bytes_copied_.fetch_add(bytes, std::memory_order_relaxed);
+  active_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  active_last_ms_.store(SteadyMs(), std::memory_order_relaxed);
+  const double mibps = rate_mibps_.load(std::memory_order_relaxed);
+  if (mibps <= 0) return;
+  std::chrono::steady_clock::time_point until;
+  {
+    // A shared schedule: every worker's bytes push the next free slot on.
+    std::lock_guard<std::mutex> lock(rate_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (rate_next_ < now) rate_next_ = now;
+    rate_next_ += std::chrono::microseconds(
+        static_cast<int64_t>(static_cast<double>(bytes) / (mibps * 1048576.0) * 1e6));
+    until = rate_next_;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_until(lock, until, [&] { return stop_.load(); });
+}
+
+void MirrorResyncer::FillStatus(proto::RebuildStatusResp* out) const {
+  for (uint32_t i : osts_->LostOsts()) out->add_lost_osts(i);
+  const std::vector<uint64_t> wanted = ns_->ResyncWanted();
+  out->set_files_pending(wanted.size());
+  uint64_t objects = 0, bytes = 0;
+  for (uint64_t ino : wanted) {
+    proto::GetLayoutResp got;
+    auto attr = ns_->GetAttr(ino);
+    if (!attr.ok() || !ns_->GetLayout(ino, &got).ok()) continue;
+    const proto::Layout& l = got.layout();
+    for (int i = 0; i < l.objects_size(); ++i) {
+      if (l.objects(i).state() == proto::OBJECT_OK) continue;
+      ++objects;
+      if (l.ec_data() != 0) {
+        ec::Geometry g{l.stripe_size(), l.ec_data(), l.ec_parity()};
+        bytes += ec::ObjectSize(g, static_cast<uint32_t>(i), attr->size());
+      } else if (l.stripe_count() > 0) {
+        // RAID-0 share of the file, an estimate (holes count).
+        bytes += attr->size() / static_cast<uint64_t>(l.stripe_count());
+      }
+    }
+  }
+  out->set_objects_pending(objects);
+  out->set_bytes_pending(bytes);
+  out->set_objects_done(copies_resynced());
+  out->set_bytes_done(bytes_copied());
+  out->set_failures(copy_failures());
+  const int64_t since = active_since_ms_.load(std::memory_order_relaxed);
+  // Over the time bytes were moving, not the idle time after the last of them.
+  const int64_t ms = active_last_ms_.load(std::memory_order_relaxed) - since;
+  if (since != 0 && ms > 0) {
+    out->set_bytes_per_s(static_cast<double>(active_bytes_.load(std::memory_order_relaxed)) *
+                         1000.0 / static_cast<double>(ms));
+  }
+}
+
+rpc::Channel* MirrorResyncer::ChannelTo(const std::string& address) {
+  std::lock_guard<std::mutex> lock(channels_mu_);
+  auto& c = channels_[address];
+  if (!c) c = io_->MakeTcpChannel(address, kFileWorkers);
+  return c.get();
 }
 
 Status MirrorResyncer::CallOss(const std::string& address, const proto::OssRequest& req,
                                proto::OssResponse* reply) {
-  rpc::Channel* ch;
-  {
-    std::lock_guard<std::mutex> lock(channels_mu_);
-    auto& c = channels_[address];
-    if (!c) c = io_->MakeTcpChannel(address);
-    ch = c.get();
-  }
+  rpc::Channel* ch = ChannelTo(address);
   rpc::Response resp;
   rpc::CallOptions opts;
   opts.timeout = kTimeout;
   // An OSS that is gone fails the call at once (the next pass tries again),
   // so neither a pass nor the MDS's stop waits out the timeout on it.
   opts.fail_fast = true;
+  SFS_RETURN_IF_ERROR(ch->Call(rpc::kServiceOss, Payload(req), {}, {}, &resp, opts));
+  if (!reply->ParseFromString(resp.payload)) return Status::Errno(EPROTO, "bad OSS reply");
+  return Status(reply->status().code(), reply->status().message());
+}
+
+std::string MirrorResyncer::Payload(const proto::OssRequest& req) const {
   std::string payload = req.SerializeAsString();
   {
     // Appended as field 6 (job_id): the OSSes' QoS puts resync traffic in a
@@ -80,9 +183,7 @@ Status MirrorResyncer::CallOss(const std::string& address, const proto::OssReque
     tokened.add_capabilities(auth::ServerToken(*key_));
     payload += tokened.SerializeAsString();
   }
-  SFS_RETURN_IF_ERROR(ch->Call(rpc::kServiceOss, payload, {}, {}, &resp, opts));
-  if (!reply->ParseFromString(resp.payload)) return Status::Errno(EPROTO, "bad OSS reply");
-  return Status(reply->status().code(), reply->status().message());
+  return payload;
 }
 
 Status MirrorResyncer::CopyObject(const proto::StripeObject& src, const std::string& src_addr,
@@ -111,11 +212,141 @@ Status MirrorResyncer::CopyObject(const proto::StripeObject& src, const std::str
     copy->set_length(std::min(kChunk, size - off));
     copy->set_src_address(src_addr);
     SFS_RETURN_IF_ERROR(CallOss(dst_addr, req, &reply));
-    bytes_copied_.fetch_add(copy->length(), std::memory_order_relaxed);
+    Throttle(copy->length());
   }
   req.Clear();
   req.set_ost(dst.ost());
   req.set_oid(dst.oid());
+  req.mutable_sync();
+  return CallOss(dst_addr, req, &reply);
+}
+
+std::optional<uint32_t> MirrorResyncer::NewHome(const proto::Layout& l, int target) {
+  // Pick(-1) rotates where it starts, so rebuilt objects spread over the OSTs.
+  const std::vector<uint32_t> cands = osts_->Pick(-1, -1, nullptr);
+  auto used_by = [&](uint32_t ost, bool stripe_only) {
+    const int stripes = std::max(l.stripe_count(), 1);
+    for (int i = 0; i < l.objects_size(); ++i) {
+      if (stripe_only && l.ec_data() == 0 && i % stripes != target % stripes) continue;
+      if (l.objects(i).ost() == ost) return true;
+    }
+    return false;
+  };
+  // Distinct from every OST of the file first; for a mirror, distinct from
+  // its stripe's other copies is enough (a loss still leaves a copy).
+  for (bool stripe_only : {false, true}) {
+    if (stripe_only && l.ec_data() != 0) break;  // every chunk of a row on its own OST
+    for (uint32_t ost : cands) {
+      if (!used_by(ost, stripe_only) && osts_->UpAddress(ost)) return ost;
+    }
+  }
+  return std::nullopt;
+}
+
+Status MirrorResyncer::RebuildEcObject(const proto::Layout& l, uint64_t size, int target,
+                                       uint32_t dst_ost, uint64_t dst_oid,
+                                       const std::string& dst_addr) {
+  const ec::Geometry g{l.stripe_size(), l.ec_data(), l.ec_parity()};
+  SFS_RETURN_IF_ERROR(ec::Validate(g));
+  SFS_ASSIGN_OR_RETURN(auto codec, ec::RsCodec::Create(static_cast<int>(g.k), static_cast<int>(g.m)));
+  // K good chunk objects whose OSS is up: every row has its K chunks there.
+  struct Source {
+    int index;
+    const proto::StripeObject* obj;
+    std::string addr;
+    std::vector<uint8_t> buf;
+  };
+  std::vector<Source> src;
+  for (int i = 0; i < l.objects_size() && src.size() < g.k; ++i) {
+    if (i == target || l.objects(i).state() != proto::OBJECT_OK) continue;
+    auto addr = osts_->UpAddress(l.objects(i).ost());
+    if (addr) src.push_back({i, &l.objects(i), *addr, {}});
+  }
+  if (src.size() < g.k) {
+    return Status::Errno(EAGAIN, "only " + std::to_string(src.size()) + " of the " +
+                                     std::to_string(g.k) + " chunk objects needed are readable");
+  }
+  proto::OssRequest req;
+  proto::OssResponse reply;
+  req.set_ost(dst_ost);
+  req.set_oid(dst_oid);
+  // Cut to nothing, then to its size: rows rebuilt as zeros are left as holes.
+  req.mutable_truncate()->set_size(0);
+  SFS_RETURN_IF_ERROR(CallOss(dst_addr, req, &reply));
+  req.mutable_truncate()->set_size(ec::ObjectSize(g, static_cast<uint32_t>(target), size));
+  SFS_RETURN_IF_ERROR(CallOss(dst_addr, req, &reply));
+  const uint64_t rows = ec::RowCount(g, size);
+  const uint64_t batch = std::max<uint64_t>(1, kChunk / g.chunk_size);
+  std::vector<uint8_t> out;
+  for (uint64_t r0 = 0; r0 < rows; r0 += batch) {
+    if (stop_.load()) return Status::Errno(ECANCELED, "MDS stopping");
+    const uint64_t r1 = std::min(rows, r0 + batch);
+    const uint64_t len = (r1 - r0) * g.chunk_size;
+    // The K reads of this batch in parallel.
+    std::vector<std::shared_ptr<rpc::PendingCall>> calls;
+    rpc::CallOptions opts;
+    opts.timeout = kTimeout;
+    opts.fail_fast = true;
+    for (Source& s : src) {
+      s.buf.assign(len, 0);  // bytes past an object's end read as zeros
+      proto::OssRequest rd;
+      rd.set_ost(s.obj->ost());
+      rd.set_oid(s.obj->oid());
+      rd.mutable_read()->set_offset(r0 * g.chunk_size);
+      rd.mutable_read()->set_length(len);
+      calls.push_back(ChannelTo(s.addr)->Start(rpc::kServiceOss, Payload(rd), {},
+                                               std::span<uint8_t>(s.buf), opts));
+    }
+    Status failed;
+    for (size_t i = 0; i < src.size(); ++i) {
+      rpc::Response resp;
+      Status st = ChannelTo(src[i].addr)->Wait(calls[i], &resp);
+      proto::OssResponse rr;
+      if (st.ok() && !rr.ParseFromString(resp.payload)) st = Status::Errno(EPROTO, "bad OSS reply");
+      if (st.ok()) st = Status(rr.status().code(), rr.status().message());
+      if (!st.ok() && failed.ok()) {
+        failed = Status::Errno(st.code(), "reading OST " + std::to_string(src[i].obj->ost()) +
+                                              " object " + std::to_string(src[i].obj->oid()) +
+                                              ": " + st.message());
+      }
+    }
+    SFS_RETURN_IF_ERROR(failed);
+    out.assign(len, 0);
+    uint64_t wlen = 0;
+    for (uint64_t r = r0; r < r1; ++r) {
+      const uint64_t at = (r - r0) * g.chunk_size;
+      const uint64_t lr = ec::ChunkLength(g, r, 0, size);  // the row's longest chunk
+      std::vector<std::span<uint8_t>> chunks(g.width());
+      for (Source& s : src) {
+        chunks[ec::ChunkOf(g, r, static_cast<uint32_t>(s.index))] =
+            std::span<uint8_t>(s.buf.data() + at, lr);
+      }
+      const int lost = static_cast<int>(ec::ChunkOf(g, r, static_cast<uint32_t>(target)));
+      chunks[lost] = std::span<uint8_t>(out.data() + at, lr);
+      SFS_RETURN_IF_ERROR(codec->Reconstruct(chunks, std::span<const int>(&lost, 1)));
+      wlen = at + ec::ChunkLength(g, r, static_cast<uint32_t>(lost), size);
+    }
+    if (std::any_of(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(wlen),
+                    [](uint8_t b) { return b != 0; })) {
+      proto::OssRequest wr;
+      wr.set_ost(dst_ost);
+      wr.set_oid(dst_oid);
+      wr.mutable_write()->set_offset(r0 * g.chunk_size);
+      rpc::Response resp;
+      rpc::CallOptions wopts;
+      wopts.timeout = kTimeout;
+      wopts.fail_fast = true;
+      SFS_RETURN_IF_ERROR(ChannelTo(dst_addr)->Call(
+          rpc::kServiceOss, Payload(wr), std::span<const uint8_t>(out.data(), wlen), {}, &resp,
+          wopts));
+      if (!reply.ParseFromString(resp.payload)) return Status::Errno(EPROTO, "bad OSS reply");
+      SFS_RETURN_IF_ERROR(Status(reply.status().code(), reply.status().message()));
+    }
+    Throttle(wlen);
+  }
+  req.Clear();
+  req.set_ost(dst_ost);
+  req.set_oid(dst_oid);
   req.mutable_sync();
   return CallOss(dst_addr, req, &reply);
 }
@@ -128,7 +359,8 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
   proto::GetLayoutResp got;
   if (!ns_->GetLayout(ino, &got).ok()) return true;
   const proto::Layout& l = got.layout();
-  if (l.mirror_count() < 2 || l.stripe_count() <= 0) return true;
+  const bool ec = l.ec_data() != 0;
+  if ((!ec && l.mirror_count() < 2) || l.stripe_count() <= 0) return true;
   const int stripes = l.stripe_count();
   proto::MirrorStateReq done;
   done.set_ino(ino);
@@ -136,30 +368,83 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
   done.set_if_idle(true);
   done.set_size(attr->size());
   done.set_mtime_ns(attr->mtime_ns());
-  int left = 0;
+  int left = 0, replaced = 0;
   for (int i = 0; i < l.objects_size(); ++i) {
     const proto::StripeObject& dst = l.objects(i);
-    if (dst.state() != proto::OBJECT_STALE) continue;
+    if (dst.state() == proto::OBJECT_OK) continue;
     ++left;
-    auto dst_addr = osts_->UpAddress(dst.ost());
-    if (!dst_addr) continue;  // its OSS is still away
-    for (int j = i % stripes; j < l.objects_size(); j += stripes) {
-      const proto::StripeObject& src = l.objects(j);
-      if (src.state() != proto::OBJECT_OK) continue;
-      auto src_addr = osts_->UpAddress(src.ost());
-      if (!src_addr) continue;
-      Status st = CopyObject(src, *src_addr, dst, *dst_addr);
-      if (st.ok()) {
-        *done.add_objects() = dst;
-        break;
+    if (stop_.load()) break;
+    // Where it is rebuilt: in place (stale, its OSS back) or a new object on
+    // another OST (lost).
+    const bool lost = dst.state() == proto::OBJECT_LOST;
+    {
+      // Sources first: without a good copy up (or K good chunks up) there is
+      // nothing to rebuild from yet; no object id, no attempt, no log line.
+      size_t readable = 0;
+      for (int j = ec ? 0 : i % stripes; j < l.objects_size(); j += ec ? 1 : stripes) {
+        if (j != i && l.objects(j).state() == proto::OBJECT_OK && osts_->UpAddress(l.objects(j).ost())) {
+          ++readable;
+        }
       }
-      copy_failures_.fetch_add(1, std::memory_order_relaxed);
-      LOG_WARN("resync of inode " << ino << " copy " << dst.mirror() << " (OST " << dst.ost()
-                                  << " object " << dst.oid() << ") from OST " << src.ost()
-                                  << ": " << st.ToString());
+      if (readable < (ec ? l.ec_data() : 1u)) continue;
     }
+    uint32_t dst_ost = dst.ost();
+    uint64_t dst_oid = dst.oid();
+    if (lost) {
+      auto home = NewHome(l, i);
+      if (!home) {
+        LOG_WARN("rebuild of inode " << ino << " object " << i
+                                     << ": no OST up that the file does not use; waiting");
+        continue;
+      }
+      auto oid = ns_->NewObjectId();
+      if (!oid.ok()) continue;
+      dst_ost = *home;
+      dst_oid = *oid;
+    }
+    auto dst_addr = osts_->UpAddress(dst_ost);
+    if (!dst_addr) continue;  // its OSS is still away
+    Status st = Status::Errno(EAGAIN, "no good copy readable");
+    if (ec) {
+      st = RebuildEcObject(l, attr->size(), i, dst_ost, dst_oid, *dst_addr);
+    } else {
+      proto::StripeObject to = dst;
+      to.set_ost(dst_ost);
+      to.set_oid(dst_oid);
+      for (int j = i % stripes; j < l.objects_size(); j += stripes) {
+        const proto::StripeObject& src = l.objects(j);
+        if (src.state() != proto::OBJECT_OK) continue;
+        auto src_addr = osts_->UpAddress(src.ost());
+        if (!src_addr) continue;
+        st = CopyObject(src, *src_addr, to, *dst_addr);
+        if (st.ok()) break;
+      }
+    }
+    if (!st.ok()) {
+      copy_failures_.fetch_add(1, std::memory_order_relaxed);
+      LOG_WARN((lost ? "rebuild" : "resync") << " of inode " << ino << " object " << i << " (OST "
+                                             << dst.ost() << " object " << dst.oid() << ") onto OST "
+                                             << dst_ost << ": " << st.ToString());
+      continue;
+    }
+    if (!lost) {
+      *done.add_objects() = dst;
+      continue;
+    }
+    st = ns_->ReplaceObject(ino, dst.ost(), dst.oid(), dst_ost, dst_oid, attr->size(),
+                            attr->mtime_ns());
+    if (!st.ok()) {
+      // The new object is unreferenced: an orphan on its OST (fsck finds it).
+      LOG_INFO("rebuild of inode " << ino << " not recorded: " << st.ToString()
+                                   << "; trying again");
+      return false;
+    }
+    ++replaced;
+    copies_resynced_.fetch_add(1, std::memory_order_relaxed);
+    LOG_INFO("rebuilt inode " << ino << " object " << i << " from lost OST " << dst.ost()
+                              << " onto OST " << dst_ost << " object " << dst_oid);
   }
-  if (done.objects_size() == 0) return left == 0;
+  if (done.objects_size() == 0) return left == replaced;
   proto::GetLayoutResp after;
   Status st = ns_->MirrorState(OpCtx{}, done, &after);
   if (!st.ok()) {
@@ -167,9 +452,9 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
     return false;
   }
   copies_resynced_.fetch_add(done.objects_size(), std::memory_order_relaxed);
-  LOG_INFO("resynced " << done.objects_size() << " stale cop"
-                       << (done.objects_size() == 1 ? "y" : "ies") << " of inode " << ino);
-  return done.objects_size() == left;
+  LOG_INFO("resynced " << done.objects_size() << " stale object"
+                       << (done.objects_size() == 1 ? "" : "s") << " of inode " << ino);
+  return done.objects_size() + replaced == left;
 }
 
 }  // namespace sfs::mds

@@ -7,6 +7,14 @@
 // OSS copy op), syncs it, and marks it ok with MirrorStateReq.if_idle (so a
 // write meanwhile leaves it stale, to be tried again). One file at a time,
 // one OSS call in flight per copy chunk.
+//
+// The same worker rebuilds (docs/redundancy.md "Rebuild"): an EC file's stale
+// chunk object is rebuilt in place from K other chunks (read row batches in
+// parallel, ISA-L reconstruct, write), then marked ok as above; an object on
+// a lost OST (`sfs ost lost`) is rebuilt onto a new object on an OST the file
+// does not use (a good copy's OSS pulls it, or K chunks reconstruct it) and
+// swapped into the layout (Namespace::ReplaceObject). Up to kFileWorkers
+// files at once; total OSS write rate bounded by set_rate_mibps.
 #pragma once
 
 #include <atomic>
@@ -27,6 +35,8 @@
 namespace sfs::proto {
 class OssRequest;
 class OssResponse;
+class RebuildStatusResp;
+class ScrubResp;
 }  // namespace sfs::proto
 
 namespace sfs::mds {
@@ -43,6 +53,9 @@ class MirrorResyncer {
 
   // One pass over the wanted files (also what the thread runs).
   void RunOnce();
+  // Starts the next pass now rather than at the next interval (new work:
+  // an OST declared lost, a scrub's repairs).
+  void Kick();
 
   // Progress, for the metrics (sfs_mds_mirror_resync_*): stale copies
   // brought back to ok and bytes copied since start, failed copy attempts.
@@ -50,14 +63,37 @@ class MirrorResyncer {
   uint64_t bytes_copied() const { return bytes_copied_.load(std::memory_order_relaxed); }
   uint64_t copy_failures() const { return copy_failures_.load(std::memory_order_relaxed); }
 
+  // Bounds the bytes rebuild/resync writes per second (all files together);
+  // 0 = unbounded (the OSS QoS class "resync" still applies).
+  void set_rate_mibps(double mibps) { rate_mibps_.store(mibps, std::memory_order_relaxed); }
+  // sfs rebuild status (mds.proto RebuildStatusResp).
+  void FillStatus(proto::RebuildStatusResp* out) const;
+  // sfs scrub of one file (scrubber.cc; mds.proto ScrubReq).
+  Status ScrubFile(uint64_t ino, bool repair, proto::ScrubResp* out);
+
  private:
   void Loop();
   // Resyncs the stale copies of ino it can; true iff none is left stale.
   bool ResyncFile(uint64_t ino);
+  // Rebuilds object `target` of the EC layout l (file size `size`) into
+  // (dst_ost, dst_oid) at dst_addr from K good chunk objects.
+  Status RebuildEcObject(const proto::Layout& l, uint64_t size, int target,
+                              uint32_t dst_ost, uint64_t dst_oid, const std::string& dst_addr);
+  // An up OST for a rebuilt copy of object `target` of l: one l does not
+  // use, else (mirrors) one the target's stripe does not use.
+  std::optional<uint32_t> NewHome(const proto::Layout& l, int target);
+  // Reads [off, off + len) of each object in objs at once into bufs (zeros
+  // past its end); one status per object (EIO: a chunk failed its crc).
+  std::vector<Status> ReadAll(const std::vector<const proto::StripeObject*>& objs, uint64_t off,
+                              uint64_t len, std::vector<std::vector<uint8_t>>* bufs);
+  // Waits as long as the rate knob asks for `bytes` more.
+  void Throttle(uint64_t bytes);
   Status CopyObject(const proto::StripeObject& src, const std::string& src_addr,
                     const proto::StripeObject& dst, const std::string& dst_addr);
   Status CallOss(const std::string& address, const proto::OssRequest& req,
-                 proto::OssResponse* reply);
+                      proto::OssResponse* reply);
+  rpc::Channel* ChannelTo(const std::string& address);
+  std::string Payload(const proto::OssRequest& req) const;
 
   Namespace* const ns_;
   OstRegistry* const osts_;
@@ -70,9 +106,17 @@ class MirrorResyncer {
   std::condition_variable cv_;
   // Set under mu_ (the loop's wait); read without it between files.
   std::atomic<bool> stop_{false};
+  bool kicked_ = false;  // GUARDED_BY(mu_)
   std::atomic<uint64_t> copies_resynced_{0};
   std::atomic<uint64_t> bytes_copied_{0};
   std::atomic<uint64_t> copy_failures_{0};
+  std::atomic<double> rate_mibps_{0};
+  std::mutex rate_mu_;
+  std::chrono::steady_clock::time_point rate_next_{};  // GUARDED_BY(rate_mu_)
+  // Bytes and time of the current run of passes with work, for the rate shown.
+  std::atomic<int64_t> active_since_ms_{0};
+  std::atomic<uint64_t> active_bytes_{0};
+  std::atomic<int64_t> active_last_ms_{0};  // when those bytes last grew
   std::thread thread_;
 };
 

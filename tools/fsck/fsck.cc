@@ -198,6 +198,10 @@ void Checker::CheckQueue() {
 void Checker::CheckRedundancy() {
   for (const auto& [ino, rec] : inodes_) {
     const proto::Layout& l = rec.layout();
+    if (S_ISREG(rec.attr().mode()) && l.ec_data() != 0) {
+      CheckEcRedundancy(ino, l);
+      continue;
+    }
     if (!S_ISREG(rec.attr().mode()) || l.mirror_count() < 2 || l.stripe_count() <= 0) continue;
     ++report_.mirrored_files;
     const int stripes = l.stripe_count();
@@ -242,10 +246,50 @@ void Checker::CheckRedundancy() {
   }
   for (uint64_t ino : resync_) {
     auto it = inodes_.find(ino);
-    if (it != inodes_.end() && it->second.layout().mirror_count() >= 2) continue;
+    if (it != inodes_.end() && (it->second.layout().mirror_count() >= 2 ||
+                                it->second.layout().ec_data() != 0)) {
+      continue;
+    }
     Add("resync record for " + std::string(it == inodes_.end() ? "missing" : "unmirrored") +
             " inode " + std::to_string(ino),
         true);
+    if (opts_.repair) batch_.Delete(keys::Resync(ino));
+  }
+}
+
+// An erasure-coded file: K+M chunk objects on distinct OSTs, every one ok.
+// A stale or lost chunk object leaves the file one loss nearer to EIO: a
+// problem until the MDS has rebuilt it (repairable as for mirrors: the file
+// goes back on the resync list). More than M not ok: rows are unreadable.
+void Checker::CheckEcRedundancy(uint64_t ino, const proto::Layout& l) {
+  ++report_.mirrored_files;
+  std::set<uint32_t> osts;
+  int bad = 0;
+  for (const proto::StripeObject& o : l.objects()) {
+    osts.insert(o.ost());
+    bad += o.state() != proto::OBJECT_OK;
+  }
+  const std::string geo = std::to_string(l.ec_data()) + "+" + std::to_string(l.ec_parity());
+  if (osts.size() < static_cast<size_t>(l.objects_size())) {
+    Add("inode " + std::to_string(ino) + ": EC " + geo + " chunk objects share an OST (" +
+            std::to_string(osts.size()) + " OSTs for " + std::to_string(l.objects_size()) + ")",
+        false);
+  }
+  if (bad > static_cast<int>(l.ec_parity())) {
+    Add("inode " + std::to_string(ino) + ": EC " + geo + " has " + std::to_string(bad) +
+            " chunk objects not ok: rows are unreadable",
+        false);
+  }
+  const bool listed = resync_.count(ino) > 0;
+  if (bad > 0) {
+    ++report_.degraded_files;
+    Add("inode " + std::to_string(ino) + ": " + std::to_string(bad) + " stale or lost chunk object" +
+            (bad == 1 ? "" : "s") + " of EC " + geo + ": not fully redundant until rebuilt (" +
+            (listed ? "on the MDS's resync list" : "not on the MDS's resync list") + ")",
+        !listed);
+    if (opts_.repair && !listed) batch_.Put(keys::Resync(ino), "");
+  } else if (listed) {
+    Add("resync record for inode " + std::to_string(ino) + " which has no stale chunk", true);
     if (opts_.repair) batch_.Delete(keys::Resync(ino));
   }
 }

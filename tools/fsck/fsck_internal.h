@@ -35,6 +35,7 @@ class Checker {
   void CheckNlink(uint64_t ino, proto::InodeRec& rec, uint32_t want);
   void CheckQueue();
   void CheckRedundancy();
+  void CheckEcRedundancy(uint64_t ino, const proto::Layout& l);
   Status RelinkLost();
   // fsck_osts.cc
   Status CheckOsts();

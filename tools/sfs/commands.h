@@ -18,6 +18,9 @@ int RunPool(int argc, char** argv);
 int RunQos(int argc, char** argv);   // qos.cc: OSS QoS rules
 int RunMigrate(int argc, char** argv);
 int RunMirror(int argc, char** argv);  // mirror resync
+int RunOst(int argc, char** argv);      // rebuild.cc: ost lost INDEX
+int RunRebuild(int argc, char** argv);  // rebuild.cc: rebuild status
+int RunScrub(int argc, char** argv);    // scrub.cc: exit 0 clean, 1 problems
 int RunFsck(int argc, char** argv);  // exit 0 clean, 1 problems, 2 usage, 8 error
 int RunStats(int argc, char** argv);  // stats.cc: one scrape of the /metrics endpoints
 int RunTop(int argc, char** argv);    // top.cc: a live view of them

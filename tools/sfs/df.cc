@@ -71,11 +71,17 @@ int Parse(int argc, char** argv, Args* a, const char* help) {
 // Degraded state, when there is any: OSTs down and mirrored files whose stale
 // copy waits for resync (the MDS's resync list).
 void PrintRedundancy(const std::vector<client::OstStatus>& osts, const client::FsStat& fs) {
-  size_t down = 0;
-  for (const auto& o : osts) down += o.up ? 0 : 1;
-  if (down == 0 && fs.degraded_files == 0) return;
+  size_t down = 0, lost = 0;
+  for (const auto& o : osts) {
+    down += o.up || o.lost ? 0 : 1;
+    lost += o.lost ? 1 : 0;
+  }
+  if (down == 0 && lost == 0 && fs.degraded_files == 0) return;
   std::printf("degraded: %zu OST(s) down, %llu mirrored file(s) with a stale copy (resync pending)\n",
               down, static_cast<unsigned long long>(fs.degraded_files));
+  if (lost > 0) {
+    std::printf("rebuilding: %zu OST(s) lost; see 'sfs rebuild status'\n", lost);
+  }
 }
 
 void PrintDfText(const Args& a, const std::vector<client::OstStatus>& osts, const client::FsStat& fs) {
@@ -87,7 +93,7 @@ void PrintDfText(const Args& a, const std::vector<client::OstStatus>& osts, cons
     std::snprintf(name, sizeof(name), "OST%04x", o.index);
     std::printf("%-28s %14s %14s %14s %4d%% %s\n", name, Size(o.total_bytes, a.human).c_str(),
                 Size(u, a.human).c_str(), Size(o.avail_bytes, a.human).c_str(), Pct(u, o.avail_bytes),
-                o.up ? "UP" : "DOWN");
+                o.lost ? "LOST" : o.up ? "UP" : "DOWN");
     total += o.total_bytes;
     used += u;
     avail += o.avail_bytes;
@@ -113,7 +119,7 @@ void PrintDfJson(const std::vector<client::OstStatus>& osts, const client::FsSta
     const auto& o = osts[i];
     uint64_t u = o.total_bytes - o.free_bytes;
     os << (i ? "," : "") << "{\"index\":" << o.index << ",\"uuid\":" << JsonString(o.uuid)
-       << ",\"address\":" << JsonString(o.address) << ",\"up\":" << (o.up ? "true" : "false")
+       << ",\"address\":" << JsonString(o.address) << ",\"up\":" << (o.up ? "true" : "false") << ",\"lost\":" << (o.lost ? "true" : "false")
        << ",\"total\":" << o.total_bytes << ",\"used\":" << u << ",\"avail\":" << o.avail_bytes << "}";
     total += o.total_bytes;
     used += u;
@@ -163,12 +169,12 @@ int RunServers(int argc, char** argv) {
     double age = o.last_heartbeat_ms ? (now_ms - o.last_heartbeat_ms) / 1000.0 : -1;
     if (a.g.json) {
       os << (i ? "," : "") << "{\"index\":" << o.index << ",\"uuid\":" << JsonString(o.uuid)
-         << ",\"address\":" << JsonString(o.address) << ",\"up\":" << (o.up ? "true" : "false")
+         << ",\"address\":" << JsonString(o.address) << ",\"up\":" << (o.up ? "true" : "false") << ",\"lost\":" << (o.lost ? "true" : "false")
          << ",\"heartbeat_age_s\":" << age << ",\"avail\":" << o.avail_bytes << ",\"transport\":" << JsonString(o.transport) << "}";
     } else {
       char line[256];
       std::snprintf(line, sizeof(line), "%-5u %-33s %-22s %-6s %8.1fs  %-10s %s\n", o.index,
-                    o.uuid.c_str(), o.address.c_str(), o.up ? "UP" : "DOWN", age,
+                    o.uuid.c_str(), o.address.c_str(), o.lost ? "LOST" : o.up ? "UP" : "DOWN", age,
                     HumanSize(o.avail_bytes).c_str(), o.transport.c_str());
       os << line;
     }

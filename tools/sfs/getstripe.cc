@@ -72,7 +72,7 @@ void PrintText(const std::string& path, const client::Attr& a, const client::Lay
       const auto& o = l.objects[i];
       char line[96];
       std::snprintf(line, sizeof(line), "\t%6zu\t%6u\t%#14llx\t%s\n", i, o.ost,
-                    static_cast<unsigned long long>(o.oid), o.stale ? "stale" : "ok");
+                    static_cast<unsigned long long>(o.oid), o.lost ? "lost" : o.stale ? "stale" : "ok");
       os << line;
     }
   } else if (l.Copies() > 1) {
@@ -82,7 +82,7 @@ void PrintText(const std::string& path, const client::Attr& a, const client::Lay
       char line[96];
       std::snprintf(line, sizeof(line), "\t%6u\t%6zu\t%6u\t%#14llx\t%s\n", o.mirror,
                     i % l.Stripes(), o.ost, static_cast<unsigned long long>(o.oid),
-                    o.stale ? "stale" : "ok");
+                    o.lost ? "lost" : o.stale ? "stale" : "ok");
       os << line;
     }
   } else {
@@ -108,7 +108,7 @@ void PrintJson(const std::string& path, const client::Attr& a, const client::Lay
   for (size_t i = 0; i < l.objects.size(); ++i) {
     os << (i ? "," : "") << "{\"ost\":" << l.objects[i].ost << ",\"oid\":" << l.objects[i].oid
        << ",\"mirror\":" << l.objects[i].mirror << ",\"state\":\""
-       << (l.objects[i].stale ? "stale" : "ok") << "\"}";
+       << (l.objects[i].lost ? "lost" : l.objects[i].stale ? "stale" : "ok") << "\"}";
   }
   os << "]}\n";
   std::fputs(os.str().c_str(), stdout);

@@ -25,6 +25,9 @@ constexpr const char* kUsage =
     "  pool create|add|remove|list|destroy NAME [OST_INDEX...]        OST pools\n"
     "  migrate [-c COUNT] [-S SIZE] [-i START_OST] [-p POOL] FILE...  restripe files with data\n"
     "  mirror resync [-v] FILE...                                     resync stale mirror copies\n"
+    "  ost lost INDEX                                                 declare an OST lost: rebuild its objects\n"
+    "  rebuild status [--wait] [--json]                               rebuild/resync progress, ETA\n"
+    "  scrub [--no-repair] [-v] [PATH]                                check copies/chunks, repair bad ones\n"
     "  fsck --mds-data DIR [--ost DIR]... [--repair] | --mds HOST:PORT  check the file system\n"
     "  stats [--json] [--mds HOST:PORT] [METRICS_HOST:PORT...]        the daemons' metrics, once\n"
     "  top [--once] [--mds HOST:PORT] [METRICS_HOST:PORT...]          live per-OSS/per-job rates\n"
@@ -57,6 +60,9 @@ int main(int argc, char** argv) {
   if (cmd == "pool") return RunPool(sub_argc, sub_argv);
   if (cmd == "migrate") return RunMigrate(sub_argc, sub_argv);
   if (cmd == "mirror") return RunMirror(sub_argc, sub_argv);
+  if (cmd == "ost") return RunOst(sub_argc, sub_argv);
+  if (cmd == "rebuild") return RunRebuild(sub_argc, sub_argv);
+  if (cmd == "scrub") return RunScrub(sub_argc, sub_argv);
   if (cmd == "fsck") return RunFsck(sub_argc, sub_argv);
   if (cmd == "stats") return RunStats(sub_argc, sub_argv);
   if (cmd == "top") return RunTop(sub_argc, sub_argv);

@@ -1,0 +1,508 @@
+// Resync and rebuild of redundant files (docs/redundancy.md "Rebuild") through
+// real daemons and FUSE mounts: an EC 4+2 file whose chunk object an OSS missed
+// while down is rebuilt by the MDS from the other chunks once that OSS is
+// back; an OSS SIGKILLed and never restarted, declared lost with `sfs ost
+// lost`, has its EC chunk objects and mirror copies rebuilt onto other OSTs
+// (the layout names them, fsck says the files are whole), after which a
+// further loss (M more OSSs for 4+2, the other copy for mirror-2) still reads
+// back byte for byte; more losses than the code can take are EIO, never
+// wrong data; an unknown OST index is a one-line error.
+//
+// Reads go through a mount made after the rebuild (its layouts are fresh)
+// with the page cache dropped first (POSIX_FADV_DONTNEED).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "tests/harness/fixture.h"
+#include "tests/harness/subprocess.h"
+
+namespace sfs::testing {
+namespace {
+
+using std::chrono::seconds;
+
+struct SfsRun {
+  int exit = -1;
+  std::string out;  // stdout and stderr
+};
+
+class RebuildTest : public ClusterPerTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o;
+    o.name = "rebuild";
+    o.num_oss = 7;  // 4+2 and one spare OST to rebuild onto
+    o.cluster_key = true;
+    o.ost_timeout_ms = 2000;
+    return o;
+  }
+
+  void SetUp() override {
+    ClusterPerTest::SetUp();
+    auto mnt = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+    ASSERT_TRUE(mnt.ok()) << mnt.status().ToString();
+    mnt_ = *mnt;
+    auto c = cluster().Connect();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(*c);
+  }
+
+  SfsRun Sfs(const std::vector<std::string>& args) {
+    static int n = 0;
+    std::string log = cluster().root() + "/logs/sfs-rebuild-" + std::to_string(++n) + ".log";
+    std::vector<std::string> argv{SfsBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    SfsRun r;
+    Result<int> st = RunCommand(argv, log, std::chrono::seconds(60));
+    if (st.ok() && WIFEXITED(*st)) r.exit = WEXITSTATUS(*st);
+    ReadFile(log, &r.out);
+    return r;
+  }
+
+  client::LayoutSpec LayoutOf(const std::string& rel) {
+    auto attr = client_->ResolvePath(kRoot, rel);
+    EXPECT_TRUE(attr.ok()) << rel;
+    if (!attr.ok()) return {};
+    auto l = client_->GetLayout(kRoot, attr->ino);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? *l : client::LayoutSpec{};
+  }
+
+  static size_t NotOk(const client::LayoutSpec& l) {
+    size_t n = 0;
+    for (const auto& o : l.objects) n += o.stale ? 1 : 0;
+    return n;
+  }
+
+  void MakeDir(const std::string& d, const std::vector<std::string>& stripe) {
+    ASSERT_EQ(mkdir((mnt_ + d).c_str(), 0755), 0);
+    std::vector<std::string> args{"setstripe"};
+    args.insert(args.end(), stripe.begin(), stripe.end());
+    args.push_back(mnt_ + d);
+    SfsRun set = Sfs(args);
+    ASSERT_EQ(set.exit, 0) << set.out;
+  }
+
+  // Reads all of path past the page cache; errno of the first failed read in *err.
+  static std::string ReadBack(const std::string& path, size_t size, int* err = nullptr) {
+    int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) {
+      if (err) *err = errno;
+      return {};
+    }
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    std::string got(size, '\0');
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = pread(fd, got.data() + done, size - done, static_cast<off_t>(done));
+      if (n <= 0) {
+        if (err) *err = n < 0 ? errno : 0;
+        close(fd);
+        return got.substr(0, done);
+      }
+      done += static_cast<size_t>(n);
+    }
+    close(fd);
+    if (err) *err = 0;
+    return got;
+  }
+
+  std::string Data(size_t size) {
+    std::mt19937_64 rng(PerTestSeed());
+    auto bytes = RandomBytes(rng, size);
+    return std::string(bytes.begin(), bytes.end());
+  }
+
+  // Waits for the MDS to have nothing left to rebuild or resync.
+  bool RebuildDone() {
+    return PollUntil(
+        [&] {
+          auto s = client_->GetRebuildStatus();
+          return s.ok() && s->objects_pending == 0 && s->files_pending == 0;
+        },
+        std::chrono::seconds(60), std::chrono::milliseconds(100));
+  }
+
+  std::string mnt_;
+  std::unique_ptr<client::Client> client_;
+};
+
+// 4+2 with 64 KiB chunks: a row is 256 KiB. 3 MiB + a short tail + a hole.
+constexpr size_t kEcSize = (3 << 20) + 70001;
+
+TEST_F(RebuildTest, EcChunkMissedWhileAnOssWasDownIsResyncedWhenItReturns) {
+  MakeDir("/e", {"--ec", "4+2", "-S", "64K"});
+  const std::string path = mnt_ + "/e/f";
+  const std::string first = Data(kEcSize);
+  ASSERT_TRUE(WriteFile(path, first));
+  client::LayoutSpec l = LayoutOf("/e/f");
+  ASSERT_EQ(l.objects.size(), 6u);
+  const int away = cluster().OssOfOst(*client_, l.objects[0].ost);
+  ASSERT_GE(away, 0);
+  ASSERT_TRUE(cluster().KillOss(away).ok());
+  // Rewritten while it is away (a new version of every byte): its object goes stale.
+  std::string want = first;
+  std::reverse(want.begin(), want.end());
+  ASSERT_TRUE(WriteFile(path, want));
+  EXPECT_EQ(NotOk(LayoutOf("/e/f")), 1u) << "the missed chunk object is not stale";
+  ASSERT_TRUE(cluster().RestartOss(away).ok());
+  EXPECT_TRUE(PollUntil([&] { return NotOk(LayoutOf("/e/f")) == 0; }, seconds(60)))
+      << "the MDS did not resync the stale chunk object";
+  auto st = client_->GetRebuildStatus();
+  ASSERT_TRUE(st.ok());
+  EXPECT_GE(st->objects_done, 1u);
+  EXPECT_GT(st->bytes_done, 0u);
+  // The resynced object is now needed: two other OSSs die (M = 2), the
+  // returned one's chunks must hold the rewritten bytes.
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[1].ost)).ok());
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[2].ost)).ok());
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/e/f", want.size()), want))
+      << "the resynced chunk object holds wrong bytes";
+}
+
+TEST_F(RebuildTest, LostOstIsRebuiltElsewhereAndAFurtherLossIsSurvived) {
+  MakeDir("/e", {"--ec", "4+2", "-S", "64K"});
+  MakeDir("/m", {"-N", "2", "-c", "2", "-S", "64K"});
+  const std::string ec_data = Data(kEcSize);
+  std::string mirror_data = ec_data.substr(0, (2 << 20) + 4321);
+  std::reverse(mirror_data.begin(), mirror_data.end());
+  ASSERT_TRUE(WriteFile(mnt_ + "/e/f", ec_data));
+  ASSERT_TRUE(WriteFile(mnt_ + "/m/f", mirror_data));
+  client::LayoutSpec el = LayoutOf("/e/f");
+  client::LayoutSpec ml = LayoutOf("/m/f");
+  ASSERT_EQ(el.objects.size(), 6u);
+  ASSERT_EQ(ml.objects.size(), 4u);
+  // The OST holding EC chunk object 0; the mirror file must have a copy there
+  // too for the test to cover both: pick an OST they share.
+  std::set<uint32_t> ec_osts, m_osts;
+  for (const auto& o : el.objects) ec_osts.insert(o.ost);
+  for (const auto& o : ml.objects) m_osts.insert(o.ost);
+  uint32_t lost = UINT32_MAX;
+  for (uint32_t o : m_osts) {
+    if (ec_osts.count(o)) lost = o;
+  }
+  ASSERT_NE(lost, UINT32_MAX) << "6 + 4 objects on 7 OSTs always share one";
+  const int victim = cluster().OssOfOst(*client_, lost);
+  ASSERT_GE(victim, 0);
+  ASSERT_TRUE(cluster().KillOss(victim).ok());  // and never restarted
+
+  SfsRun bad = Sfs({"ost", "lost", "99", "-m", mnt_});
+  EXPECT_EQ(bad.exit, 1) << bad.out;
+  EXPECT_NE(bad.out.find("no OST 99"), std::string::npos) << bad.out;
+  EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
+
+  SfsRun declare = Sfs({"ost", "lost", std::to_string(lost), "-m", mnt_});
+  ASSERT_EQ(declare.exit, 0) << declare.out;
+  EXPECT_NE(declare.out.find("2 file(s) to rebuild"), std::string::npos) << declare.out;
+  ASSERT_TRUE(RebuildDone()) << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  SfsRun status = Sfs({"rebuild", "status", "--json", "-m", mnt_});
+  EXPECT_NE(status.out.find("\"lost_osts\":[" + std::to_string(lost) + "]"), std::string::npos)
+      << status.out;
+  EXPECT_NE(status.out.find("\"objects_pending\":0"), std::string::npos) << status.out;
+  SfsRun df = Sfs({"df", mnt_});
+  EXPECT_NE(df.out.find("LOST"), std::string::npos) << df.out;
+
+  // Both layouts whole again, none on the lost OST; the EC file's chunks on
+  // six distinct OSTs, each mirror stripe's copies on two.
+  for (const char* f : {"/e/f", "/m/f"}) {
+    client::LayoutSpec l = LayoutOf(f);
+    EXPECT_EQ(NotOk(l), 0u) << f;
+    std::string desc;
+    for (const auto& o : l.objects) {
+      EXPECT_NE(o.ost, lost) << f << " still uses the lost OST";
+      desc += " " + std::to_string(o.ost) + ":" + std::to_string(o.oid);
+    }
+    const size_t stripes = l.ec_data != 0 ? 1 : 2;
+    for (size_t s = 0; s < stripes; ++s) {
+      std::set<uint32_t> osts;
+      size_t n = 0;
+      for (size_t i = s; i < l.objects.size(); i += stripes, ++n) osts.insert(l.objects[i].ost);
+      EXPECT_EQ(osts.size(), n) << f << ": objects of one stripe share an OST:" << desc;
+    }
+  }
+
+  // A further loss: two more OSSs of the EC file (M = 2), one of which holds
+  // the mirror file's other copy of the rebuilt stripe.
+  client::LayoutSpec el2 = LayoutOf("/e/f");
+  client::LayoutSpec ml2 = LayoutOf("/m/f");
+  int rebuilt_m = -1;
+  for (size_t i = 0; i < ml.objects.size(); ++i) {
+    if (ml.objects[i].ost == lost) rebuilt_m = static_cast<int>(i);
+  }
+  ASSERT_GE(rebuilt_m, 0);
+  const uint32_t partner = ml2.objects[(rebuilt_m + 2) % 4].ost;  // the same stripe's other copy
+  std::set<uint32_t> kill{partner};
+  for (const auto& o : el2.objects) {
+    if (kill.size() >= 2) break;
+    bool rebuilt = std::none_of(el.objects.begin(), el.objects.end(),
+                                [&](const client::StripeObject& x) { return x.oid == o.oid; });
+    // Not an OST of the mirror file: its stripes keep a copy each.
+    const bool mirror_ost = std::any_of(ml2.objects.begin(), ml2.objects.end(),
+                                        [&](const client::StripeObject& x) { return x.ost == o.ost; });
+    if (!rebuilt && !mirror_ost) kill.insert(o.ost);
+  }
+  ASSERT_EQ(kill.size(), 2u);
+  for (uint32_t ost : kill) ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, ost)).ok());
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  int merr = 0;
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/m/f", mirror_data.size(), &merr), mirror_data))
+      << "the rebuilt mirror copy holds wrong bytes; errno " << merr << " killed " << *kill.begin()
+      << "," << *kill.rbegin() << " partner " << partner;
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/e/f", ec_data.size()), ec_data))
+      << "the rebuilt EC chunk object holds wrong bytes";
+
+  // One more EC loss than M: EIO, never wrong bytes.
+  size_t ec_down = 0;
+  for (const auto& o : el2.objects) ec_down += kill.count(o.ost);
+  for (const auto& o : el2.objects) {
+    if (ec_down > 2) break;
+    if (kill.insert(o.ost).second) {
+      ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, o.ost)).ok());
+      ++ec_down;
+    }
+  }
+  int err = 0;
+  std::string got = ReadBack(*fresh + "/e/f", ec_data.size(), &err);
+  EXPECT_EQ(err, EIO) << "read " << got.size() << " bytes of a file with 3 of 6 chunks gone";
+  EXPECT_TRUE(SameBytes(got, ec_data.substr(0, got.size()))) << "wrong bytes before the EIO";
+
+  // Offline fsck over the MDS and the OSTs still up: every redundant file
+  // is whole (the 4+2 file has 3 chunks down but its layout is whole).
+  client_.reset();
+  ASSERT_TRUE(cluster().KillMds(SIGTERM).ok());
+  std::string cmd = SfsBinary() + " fsck --mds-data " + cluster().root() + "/mds";
+  std::string out = cmd + "\n";
+  EXPECT_EQ(RunShell(cmd, &out), 0) << out;
+  EXPECT_EQ(out.find("not fully redundant"), std::string::npos) << out;
+}
+
+// A byte flipped in one chunk object's file on an OSS disk: `sfs scrub`
+// finds it (the OSS's crc check), queues the object, and the MDS rewrites it
+// from the other chunks; scrub is clean after, and the repaired chunk holds
+// the right bytes (read with two other OSSs dead, so that it is needed).
+TEST_F(RebuildTest, AFlippedByteInOneChunkIsRepairedByScrub) {
+  MakeDir("/e", {"--ec", "4+2", "-S", "64K"});
+  const std::string want = Data(kEcSize);
+  ASSERT_TRUE(WriteFile(mnt_ + "/e/f", want));
+  SfsRun clean = Sfs({"scrub", mnt_ + "/e"});
+  ASSERT_EQ(clean.exit, 0) << clean.out;
+  EXPECT_NE(clean.out.find("scrubbed 1 file(s)"), std::string::npos) << clean.out;
+  EXPECT_NE(clean.out.find("0 bad object(s)"), std::string::npos) << clean.out;
+  client::LayoutSpec l = LayoutOf("/e/f");
+  const std::string obj = cluster().ObjectPath(*client_, l.objects[0].ost, l.objects[0].oid);
+  ASSERT_FALSE(obj.empty());
+  {
+    int fd = open(obj.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0) << obj << ": " << strerror(errno);
+    uint8_t b = 0;
+    ASSERT_EQ(pread(fd, &b, 1, 1000), 1);
+    b ^= 0x10;
+    ASSERT_EQ(pwrite(fd, &b, 1, 1000), 1);
+    fsync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  SfsRun found = Sfs({"scrub", "-v", mnt_ + "/e"});
+  EXPECT_EQ(found.exit, 1) << found.out;
+  EXPECT_NE(found.out.find("1 bad object(s)"), std::string::npos) << found.out;
+  EXPECT_NE(found.out.find("1 repair(s) queued"), std::string::npos) << found.out;
+  EXPECT_NE(found.out.find("object 0 (OST " + std::to_string(l.objects[0].ost)), std::string::npos)
+      << found.out;
+  ASSERT_TRUE(RebuildDone()) << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  EXPECT_EQ(NotOk(LayoutOf("/e/f")), 0u);
+  SfsRun again = Sfs({"scrub", mnt_ + "/e"});
+  EXPECT_EQ(again.exit, 0) << again.out;
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[1].ost)).ok());
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[2].ost)).ok());
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/e/f", want.size()), want))
+      << "the repaired chunk object holds wrong bytes";
+}
+
+// The same for a mirror-2 file: the rotted copy is found by scrub and
+// resynced from the other, which is then killed: the repaired copy alone
+// reads back right.
+TEST_F(RebuildTest, AFlippedByteInOneMirrorCopyIsRepairedByScrub) {
+  MakeDir("/m", {"-N", "2", "-c", "1"});
+  const std::string want = Data((1 << 20) + 333);
+  ASSERT_TRUE(WriteFile(mnt_ + "/m/f", want));
+  client::LayoutSpec l = LayoutOf("/m/f");
+  ASSERT_EQ(l.objects.size(), 2u);
+  const std::string obj = cluster().ObjectPath(*client_, l.objects[0].ost, l.objects[0].oid);
+  ASSERT_FALSE(obj.empty());
+  {
+    int fd = open(obj.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0) << obj << ": " << strerror(errno);
+    uint8_t b = 0;
+    ASSERT_EQ(pread(fd, &b, 1, 777777), 1);
+    b ^= 0x01;
+    ASSERT_EQ(pwrite(fd, &b, 1, 777777), 1);
+    fsync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  SfsRun found = Sfs({"scrub", "-v", mnt_ + "/m"});
+  EXPECT_EQ(found.exit, 1) << found.out;
+  EXPECT_NE(found.out.find("1 bad object(s)"), std::string::npos) << found.out;
+  EXPECT_NE(found.out.find("1 repair(s) queued"), std::string::npos) << found.out;
+  ASSERT_TRUE(RebuildDone()) << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  EXPECT_EQ(NotOk(LayoutOf("/m/f")), 0u);
+  SfsRun again = Sfs({"scrub", mnt_ + "/m"});
+  EXPECT_EQ(again.exit, 0) << again.out;
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[1].ost)).ok());
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/m/f", want.size()), want))
+      << "the repaired copy holds wrong bytes";
+}
+
+// Two mounts writing overlapping unaligned ranges of one EC stripe at once
+// leave data and parity consistent: scrub finds nothing.
+TEST_F(RebuildTest, ScrubIsCleanAfterTwoMountsWriteOneEcStripe) {
+  MakeDir("/e", {"--ec", "4+2", "-S", "64K"});
+  const std::string data = Data(1 << 20);
+  ASSERT_TRUE(WriteFile(mnt_ + "/e/f", data));
+  auto second = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(second.ok());
+  auto writer = [&](const std::string& m, int seed) {
+    int fd = open((m + "/e/f").c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    std::mt19937_64 rng(PerTestSeed() + seed);
+    for (int i = 0; i < 60; ++i) {
+      const size_t off = rng() % (300 * 1024);  // rows 0 and 1 only: they collide
+      const size_t len = 1 + rng() % 50000;
+      ASSERT_EQ(pwrite(fd, data.data() + (rng() % 4096), len, static_cast<off_t>(off)),
+                static_cast<ssize_t>(len));
+    }
+    EXPECT_EQ(fsync(fd), 0);
+    close(fd);
+  };
+  std::thread a([&] { writer(mnt_, 1); });
+  std::thread b([&] { writer(*second, 2); });
+  a.join();
+  b.join();
+  SfsRun scrub = Sfs({"scrub", "-v", mnt_ + "/e"});
+  EXPECT_EQ(scrub.exit, 0) << scrub.out;
+  EXPECT_NE(scrub.out.find("0 bad object(s), 0 mismatch(es)"), std::string::npos) << scrub.out;
+  EXPECT_NE(scrub.out.find("scrubbed 1 file(s) (0 busy"), std::string::npos) << scrub.out;
+}
+
+// Every copy of one stripe lost: that stripe reads EIO, the other stripe
+// reads right (never wrong bytes), the rest is rebuilt, and the file stays on
+// the list with its unrecoverable objects (the rebuild cannot invent them).
+TEST_F(RebuildTest, LosingEveryCopyOfAStripeIsEioForExactlyThatStripe) {
+  constexpr size_t kUnit = 64 * 1024;
+  MakeDir("/m", {"-N", "2", "-c", "2", "-S", "64K"});
+  const std::string want = Data(8 * kUnit);
+  ASSERT_TRUE(WriteFile(mnt_ + "/m/f", want));
+  client::LayoutSpec l = LayoutOf("/m/f");
+  ASSERT_EQ(l.objects.size(), 4u);
+  const uint32_t a = l.objects[0].ost, b = l.objects[2].ost;  // stripe 0's copies
+  ASSERT_NE(a, b);
+  ASSERT_FALSE(std::set<uint32_t>({a, b}) == std::set<uint32_t>({l.objects[1].ost, l.objects[3].ost}))
+      << "both stripes on the same two OSTs";
+  // Both dead before either is declared (a copy pulled from an OSS that dies
+  // mid-pull waits out the pulling OSS's timeout before it is tried again).
+  for (uint32_t ost : {a, b}) ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, ost)).ok());
+  for (uint32_t ost : {a, b}) {
+    SfsRun r = Sfs({"ost", "lost", std::to_string(ost), "-m", mnt_});
+    ASSERT_EQ(r.exit, 0) << r.out;
+  }
+  // Stripe 1's copies on a or b (if any) are rebuilt; stripe 0's two stay lost.
+  EXPECT_TRUE(PollUntil([&] { return NotOk(LayoutOf("/m/f")) == 2; }, seconds(60)));
+  client::LayoutSpec after = LayoutOf("/m/f");
+  EXPECT_TRUE(after.objects[0].stale && after.objects[2].stale);
+  EXPECT_TRUE(after.objects[0].lost && after.objects[2].lost);
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  int fd = open((*fresh + "/m/f").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  for (size_t u = 0; u < 8; ++u) {
+    std::string got(kUnit, '\0');
+    errno = 0;
+    ssize_t n = pread(fd, got.data(), kUnit, static_cast<off_t>(u * kUnit));
+    if (u % 2 == 0) {
+      EXPECT_EQ(n, -1) << "unit " << u << " of the lost stripe returned bytes";
+      EXPECT_EQ(errno, EIO) << "unit " << u;
+    } else {
+      ASSERT_EQ(n, static_cast<ssize_t>(kUnit)) << "unit " << u << ": " << strerror(errno);
+      EXPECT_TRUE(SameBytes(got, want.substr(u * kUnit, kUnit))) << "unit " << u;
+    }
+  }
+  close(fd);
+  auto st = client_->GetRebuildStatus();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->files_pending, 1u);
+  EXPECT_EQ(st->objects_pending, 2u);
+}
+
+// The rebuild is resumable: with the rate bounded (--rebuild-mibps 8) the MDS
+// is SIGKILLed half-way through rebuilding a lost OST's 24 MiB chunk object;
+// the restarted MDS finds the file still on its list and finishes, and the
+// rebuilt chunk holds the right bytes.
+class RebuildRestartTest : public RebuildTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o = RebuildTest::Options();
+    o.name = "rebuild-restart";
+    o.mds_args = {"--rebuild-mibps", "8"};
+    return o;
+  }
+};
+
+TEST_F(RebuildRestartTest, AnMdsRestartMidRebuildResumesIt) {
+  MakeDir("/e", {"--ec", "4+2", "-S", "1M"});
+  const std::string want = Data(96 << 20);  // 24 rows: 24 MiB per chunk object
+  ASSERT_TRUE(WriteFile(mnt_ + "/e/f", want));
+  client::LayoutSpec l = LayoutOf("/e/f");
+  ASSERT_EQ(l.objects.size(), 6u);
+  const uint32_t lost = l.objects[0].ost;
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, lost)).ok());
+  SfsRun declare = Sfs({"ost", "lost", std::to_string(lost), "-m", mnt_});
+  ASSERT_EQ(declare.exit, 0) << declare.out;
+  // The first 16 MiB batch is written, then the rate knob holds it for 2 s.
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        auto s = client_->GetRebuildStatus();
+        return s.ok() && s->bytes_done > 0;
+      },
+      seconds(30)));
+  auto mid = client_->GetRebuildStatus();
+  ASSERT_TRUE(mid.ok());
+  EXPECT_EQ(mid->objects_pending, 1u) << "finished before the MDS could be stopped mid-way";
+  ASSERT_TRUE(cluster().KillMds().ok());
+  ASSERT_TRUE(cluster().RestartMds().ok());
+  auto c = cluster().Connect();
+  ASSERT_TRUE(c.ok());
+  client_ = std::move(*c);
+  auto after = client_->GetRebuildStatus();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->lost_osts, std::vector<uint32_t>{lost}) << "the lost mark did not survive";
+  ASSERT_TRUE(RebuildDone()) << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  client::LayoutSpec whole = LayoutOf("/e/f");
+  EXPECT_EQ(NotOk(whole), 0u);
+  EXPECT_NE(whole.objects[0].ost, lost);
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[1].ost)).ok());
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[2].ost)).ok());
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/e/f", want.size()), want))
+      << "the chunk object rebuilt across the restart holds wrong bytes";
+}
+
+}  // namespace
+}  // namespace sfs::testing
