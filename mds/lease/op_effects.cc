@@ -156,6 +156,9 @@ const Row kRows[] = {
      {.mutating = true,
       .neutral = "changes QoS records only, which the OSSes read from heartbeat replies; "
                  "no inode changes and no client caches them"}},
+    {MdsRequest::kTenantAdmin,
+     {.mutating = true,
+      .neutral = "changes tenant records only; sessions learn of it at their next request"}},
     {MdsRequest::kRegisterOss,
      {.mutating = true,
       .neutral = "changes the OST registry, which clients read with GetOstMap, not under "

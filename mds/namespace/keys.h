@@ -18,6 +18,7 @@
 //   L<ino:8>            -> StaleLayoutRec (objects replaced by a migration, freed at last close)
 //   W<ino:8>            -> "" (a mirrored file with a stale copy: the resync's to-do list)
 //   C<class>            -> QosRule (an OSS QoS rule for "job:<id>", "tenant:<name>" or "resync")
+//   E<name>             -> TenantRec (a tenant: its fileset, id maps and key; tenant.cc)
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,7 @@ inline constexpr char kMigrate = 'M';
 inline constexpr char kStaleLayout = 'L';
 inline constexpr char kResync = 'W';
 inline constexpr char kQos = 'C';
+inline constexpr char kTenant = 'E';
 
 // Appends v as 8 big-endian bytes.
 void PutBe64(std::string* out, uint64_t v);
@@ -58,6 +60,7 @@ std::string Ost(std::string_view uuid);
 std::string Reply(uint64_t client, uint64_t xid);
 std::string Pool(std::string_view name);
 std::string Qos(std::string_view name);
+std::string Tenant(std::string_view name);
 std::string Migrate(uint64_t ino);
 std::string StaleLayout(uint64_t ino);
 std::string Resync(uint64_t ino);

@@ -79,7 +79,7 @@ bool MdsService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
   MdsRequest r;
   if (!r.ParseFromString(req.payload) || r.op_case() == MdsRequest::kSync) return false;
   if (leases_ == nullptr && r.op_case() != MdsRequest::kLock) return false;
-  HandleParsed(r, std::move(done));
+  if (!GateTenant(r, done)) HandleParsed(r, std::move(done));
   return true;
 }
 
@@ -90,7 +90,7 @@ void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
     Handler::HandleAsync(req, std::move(done));
     return;
   }
-  HandleParsed(r, std::move(done));
+  if (!GateTenant(r, done)) HandleParsed(r, std::move(done));
 }
 
 void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
