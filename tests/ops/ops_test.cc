@@ -151,7 +151,7 @@ std::vector<Page> Pages() {
   pages.push_back({"sfs-demo.1", {b + "/client/sfs-demo"}, false, 0});
   Page sfs{"sfs.1", {b + "/tools/sfs --help"}};
   for (const char* c : {"setstripe", "getstripe", "df", "servers", "find", "pool", "migrate",
-                        "mirror", "fsck", "stats", "top", "key", "prefetch", "cache"}) {
+                        "mirror", "fsck", "stats", "top", "key", "prefetch", "cache", "tenant"}) {
     sfs.help_cmds.push_back(b + "/tools/sfs " + c + " --help");
   }
   pages.push_back(sfs);
