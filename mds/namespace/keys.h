@@ -19,6 +19,7 @@
 //   W<ino:8>            -> "" (a mirrored file with a stale copy: the resync's to-do list)
 //   C<class>            -> QosRule (an OSS QoS rule for "job:<id>", "tenant:<name>" or "resync")
 //   E<name>             -> TenantRec (a tenant: its fileset, id maps and key; tenant.cc)
+//   G                   -> "1" (every client must be a tenant's; tenant.cc)
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,7 @@ inline constexpr char kStaleLayout = 'L';
 inline constexpr char kResync = 'W';
 inline constexpr char kQos = 'C';
 inline constexpr char kTenant = 'E';
+inline constexpr char kTenantsRequired = 'G';
 
 // Appends v as 8 big-endian bytes.
 void PutBe64(std::string* out, uint64_t v);

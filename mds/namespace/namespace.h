@@ -153,6 +153,8 @@ class Namespace {
   // (root only). A list never carries keys; create and rotate return the new
   // key in out->key.
   Status Tenant(const OpCtx& ctx, const proto::TenantReq& req, proto::TenantResp* out);
+  // Whether every client must be a tenant's (TENANT_REQUIRE).
+  Result<bool> TenantsRequired() const;
   // One tenant's record, key included (for the handshake). ENOENT if none.
   Result<proto::TenantRec> GetTenant(const std::string& name) const;
   // OK iff ino is root or below it (by the parent links); ENOENT otherwise,

@@ -68,6 +68,14 @@ Result<proto::TenantRec> Namespace::GetTenant(const std::string& name) const {
   return rec;
 }
 
+Result<bool> Namespace::TenantsRequired() const {
+  std::shared_lock lock(mu_);
+  auto v = store_->Get(std::string(1, keys::kTenantsRequired));
+  if (v.ok()) return true;
+  if (v.status().code() == ENOENT) return false;
+  return v.status();
+}
+
 Status Namespace::InSubtree(uint64_t ino, uint64_t root) const {
   std::shared_lock lock(mu_);
   for (int depth = 0; depth < kMaxDepth; ++depth) {
@@ -82,7 +90,21 @@ Status Namespace::InSubtree(uint64_t ino, uint64_t root) const {
 
 Status Namespace::Tenant(const OpCtx& ctx, const proto::TenantReq& req, proto::TenantResp* out) {
   if (!ctx.cred.root()) return Status::Errno(EPERM, "only root may manage tenants");
+  if (req.op() == proto::TENANT_REQUIRE) {
+    return Mutate(ctx, out, [&](Txn& txn) -> Status {
+      std::string key(1, keys::kTenantsRequired);
+      if (req.require()) {
+        txn.batch().Put(key, "1");
+      } else {
+        txn.batch().Delete(key);
+      }
+      out->set_required(req.require());
+      return Status::Ok();
+    });
+  }
   if (req.op() == proto::TENANT_LIST) {
+    SFS_ASSIGN_OR_RETURN(bool required, TenantsRequired());
+    out->set_required(required);
     std::shared_lock lock(mu_);
     std::string p(1, keys::kTenant);
     SFS_RETURN_IF_ERROR(store_->Scan(p, keys::PrefixEnd(p), [&](std::string_view, std::string_view v) {

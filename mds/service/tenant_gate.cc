@@ -106,7 +106,42 @@ bool AdminOp(MdsRequest::OpCase op) {
   }
 }
 
+// What the default tenant may still send when tenants are required: what an
+// OSS sends (OSS↔MDS authentication is not built).
+bool OpenToDefault(MdsRequest::OpCase op) {
+  switch (op) {
+    case MdsRequest::kRegisterOss:
+    case MdsRequest::kHeartbeat:
+    case MdsRequest::kPing:
+    case MdsRequest::kGetOstMap:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
+
+bool TenantGate::Required() {
+  int v = required_.load(std::memory_order_acquire);
+  if (v >= 0) return v == 1;
+  auto r = ns_->TenantsRequired();
+  if (!r.ok()) return true;  // unreadable: refuse rather than open the tree
+  int expected = -1;
+  required_.compare_exchange_strong(expected, *r ? 1 : 0);
+  return required_.load(std::memory_order_acquire) == 1;
+}
+
+Status TenantGate::Require(const MdsRequest& r, MdsResponse* resp) {
+  OpCtx ctx;
+  ctx.cred.uid = r.cred().uid();
+  ctx.cred.gid = r.cred().gid();
+  ctx.client_id = r.client_id();
+  ctx.xid = r.xid();
+  SFS_RETURN_IF_ERROR(ns_->Tenant(ctx, r.tenant_admin(), resp->mutable_tenant_admin()));
+  required_.store(r.tenant_admin().require() ? 1 : 0, std::memory_order_release);
+  return Status::Ok();
+}
 
 Status TenantGate::Hello(const MdsRequest& r, MdsResponse* resp) {
   const std::string& name = r.tenant_hello().tenant();
@@ -174,7 +209,10 @@ Status TenantGate::Enter(MdsRequest* r, View* view) {
                                     : "tenant '" + s.tenant + "': its key was rotated; mount "
                                       "again with the new key");
   }
-  if (AdminOp(r->op_case())) return Refuse(EPERM, "a tenant may not do admin operations");
+  bool admin = rec->fileset_ino() == kRootIno && !rec->squash_root();
+  if (AdminOp(r->op_case()) && !admin) {
+    return Refuse(EPERM, "a tenant may not do admin operations");
+  }
   rec->clear_key();
   view->rec = std::move(*rec);
   const proto::TenantRec& t = view->rec;
@@ -215,12 +253,27 @@ bool TenantGate::Admit(MdsRequest* r, MdsResponse* resp, std::optional<View>* vi
     case MdsRequest::kTenantHello: st = Hello(*r, resp); break;
     case MdsRequest::kTenantAuth: st = Auth(*r, resp); break;
     default:
-      if (r->tenant().empty()) return false;  // the default tenant: as without tenants
-      view->emplace();
-      st = Enter(r, &**view);
-      if (st.ok()) return false;
-      view->reset();
-      break;
+      if (r->tenant().empty()) {
+        if (Required() && !OpenToDefault(r->op_case())) {
+          st = Refuse(EACCES, "this MDS serves tenants only: mount with -o tenant=NAME,keyfile=FILE "
+                              "(sfs: SFS_TENANT and SFS_KEYFILE)");
+          break;
+        }
+      } else {
+        view->emplace();
+        st = Enter(r, &**view);
+        if (!st.ok()) {
+          view->reset();
+          break;
+        }
+      }
+      if (r->op_case() == MdsRequest::kTenantAdmin &&
+          r->tenant_admin().op() == proto::TENANT_REQUIRE) {
+        view->reset();
+        st = Require(*r, resp);
+        break;
+      }
+      return false;  // the default tenant: as without tenants; or a tenant's, rewritten
   }
   if (!st.ok()) resp->clear_result();
   resp->mutable_status()->set_code(st.code());
@@ -235,10 +288,6 @@ void TenantGate::Outbound(const View& view, MdsResponse* resp) { Unmap(view.rec,
 // ---- MdsService's use of it (mds_service.h) ----
 
 bool MdsService::GateTenant(MdsRequest& r, rpc::ReplyFn& done) {
-  if (r.tenant().empty() && r.op_case() != MdsRequest::kTenantHello &&
-      r.op_case() != MdsRequest::kTenantAuth) {
-    return false;
-  }
   MdsResponse resp;
   std::optional<TenantGate::View> view;
   if (tenants_.Admit(&r, &resp, &view)) {

@@ -8,13 +8,17 @@
 //     nothing outside can be told apart from nothing; ".." of the fileset's
 //     directory is the directory itself (as chroot's);
 //   - the credentials are root-squashed and uid/gid-mapped;
-//   - admin ops (pools, QoS, tenants, OSS registration) are EPERM.
+//   - admin ops (pools, QoS, tenants, OSS registration) are EPERM, except
+//     for an admin tenant (fileset /, no root squash).
+// With TENANT_REQUIRE on, the default tenant's requests are EACCES but for
+// the OSSes' own (register, heartbeat, ping, OST map).
 // Outbound() maps the reply back: the fileset's inode shows as 1, mapped ids
 // as the client's ids. Requests of the default tenant (MdsRequest.tenant
 // empty) pass untouched, so a file system without tenants runs as before.
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -48,6 +52,10 @@ class TenantGate {
   Status Hello(const proto::MdsRequest& r, proto::MdsResponse* resp);
   Status Auth(const proto::MdsRequest& r, proto::MdsResponse* resp);
   Status Enter(proto::MdsRequest* r, View* view);
+  // TENANT_REQUIRE, applied here so that required_ changes with it.
+  Status Require(const proto::MdsRequest& r, proto::MdsResponse* resp);
+  // Whether the default tenant is refused (read once, then kept here).
+  bool Required();
 
   struct Pending {
     std::string tenant;
@@ -59,6 +67,7 @@ class TenantGate {
     uint64_t key_generation = 0;
   };
   Namespace* const ns_;
+  std::atomic<int> required_{-1};  // -1: not read yet
   std::mutex mu_;
   std::unordered_map<uint64_t, Pending> pending_;   // GUARDED_BY(mu_), by client id
   std::unordered_map<uint64_t, Session> sessions_;  // GUARDED_BY(mu_), by client id

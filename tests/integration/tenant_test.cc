@@ -242,5 +242,54 @@ TEST_F(TenantTest, RemovingATenantFailsItsMountsNextRequests) {
   EXPECT_TRUE(cluster().Unmount(*me).ok());
 }
 
+// Last in the suite: while tenants are required, the fixture's default
+// client and mount are refused too.
+TEST_F(TenantTest, WithTenantsRequiredAClientWithoutATenantIsRefused) {
+  fs::create_directories(mount() + "/tf");
+  std::string out;
+  ASSERT_EQ(RunShell(Sfs("create adm --fileset / --key-out " + KeyPath("adm")), &out), 0) << out;
+  MakeTenant("tf");
+  ASSERT_EQ(RunShell(Sfs("require on"), &out), 0) << out;
+  std::string as_admin = "SFS_TENANT=adm SFS_KEYFILE=" + KeyPath("adm") + " ";
+  struct Off {  // whatever fails below, the rest of the suite gets its default tenant back
+    std::string cmd;
+    ~Off() {
+      std::string o;
+      RunShell(cmd, &o);
+    }
+  } off{as_admin + Sfs("require off")};
+
+  auto plain = client().GetAttr(kRoot, 1);
+  ASSERT_FALSE(plain.ok()) << "the default tenant is refused";
+  EXPECT_EQ(plain.status().code(), EACCES);
+  EXPECT_NE(plain.status().message().find("serves tenants only"), std::string::npos)
+      << plain.status().ToString();
+  out.clear();
+  EXPECT_NE(RunShell(Sfs("list"), &out), 0);
+  EXPECT_NE(out.find("serves tenants only"), std::string::npos) << out;
+  // A tenant still mounts and works; the admin tenant administers.
+  auto f = ConnectAs("tf", KeyPath("tf"));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_TRUE((*f)->GetAttr(kRoot, 1).ok());
+  EXPECT_EQ((*f)->QosRemove(kRoot, "job:x").code(), EPERM) << "not an admin tenant";
+  out.clear();
+  ASSERT_EQ(RunShell(as_admin + Sfs("list --json"), &out), 0) << out;
+  EXPECT_NE(out.find("\"required\":true"), std::string::npos) << out;
+  // A required flag survives an MDS restart (it is a record, not memory).
+  ASSERT_TRUE(cluster().KillMds(SIGTERM).ok());
+  Status restarted = cluster().RestartMds();
+  ASSERT_TRUE(restarted.ok()) << restarted.ToString();
+  auto after = ConnectAs("tf", KeyPath("tf"));
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  client::Options o;
+  o.mds_address = cluster().mds_address();
+  auto anon = client::Client::Connect(o);
+  ASSERT_TRUE(anon.ok()) << "ping and the OST map stay open (the OSSes need them)";
+  EXPECT_EQ((*anon)->GetAttr(kRoot, 1).status().code(), EACCES);
+  out.clear();
+  ASSERT_EQ(RunShell(as_admin + Sfs("require off"), &out), 0) << out;
+  EXPECT_TRUE((*anon)->GetAttr(kRoot, 1).ok()) << "open again";
+}
+
 }  // namespace
 }  // namespace sfs::testing

@@ -22,6 +22,7 @@ constexpr const char* kHelp =
     "       sfs tenant show NAME [--json]\n"
     "       sfs tenant remove NAME\n"
     "       sfs tenant rotate-key NAME --key-out FILE\n"
+    "       sfs tenant require on|off\n"
     "\n"
     "A tenant's mounts (sfs-mount -o tenant=NAME,keyfile=FILE) see only its fileset, the\n"
     "directory PATH of the file system, as /; the MDS checks every request against it.\n"
@@ -30,6 +31,9 @@ constexpr const char* kHelp =
     "create and rotate-key write the tenant's new secret key to FILE, created with mode\n"
     "0600 (an existing FILE is never overwritten). rotate-key ends the mounts that used the\n"
     "old key at their next request; remove ends all of the tenant's mounts so. Root only.\n"
+    "require on refuses every client that is no tenant's (the OSSes excepted); then run\n"
+    "sfs as an admin tenant (fileset /, no --squash-root) with SFS_TENANT=NAME and\n"
+    "SFS_KEYFILE=FILE in the environment.\n"
     "\n"
     "  -m, --mount PATH     any path on the mounted file system (default: the current\n"
     "                       directory)\n"
@@ -110,9 +114,15 @@ int Parse(int argc, char** argv, Args* a) {
   for (int i = optind + 1; i < argc; ++i) a->operands.push_back(argv[i]);
   if (!a->g.mds.empty() && a->mount == ".") a->mount = "/";
   const std::string& op = a->op;
-  if (op != "create" && op != "list" && op != "show" && op != "remove" && op != "rotate-key") {
+  if (op != "create" && op != "list" && op != "show" && op != "remove" && op != "rotate-key" &&
+      op != "require") {
     std::fprintf(stderr, "sfs tenant: unknown operation '%s' (create, list, show, remove, "
-                         "rotate-key)\n", op.c_str());
+                         "rotate-key, require)\n", op.c_str());
+    return 2;
+  }
+  if (op == "require" && a->operands.size() == 1 && a->operands[0] != "on" &&
+      a->operands[0] != "off") {
+    std::fprintf(stderr, "sfs tenant: require on|off, not '%s'\n", a->operands[0].c_str());
     return 2;
   }
   size_t want = op == "list" ? 0 : 1;
@@ -160,7 +170,7 @@ void Print(const proto::TenantResp& resp, bool json) {
          << ",\"map_gid\":" << JsonString(Maps(t.gid_map(), ","))
          << ",\"key_generation\":" << t.key_generation() << "}";
     }
-    os << "]}\n";
+    os << "],\"required\":" << (resp.required() ? "true" : "false") << "}\n";
   } else {
     char line[512];
     std::snprintf(line, sizeof(line), "%-20s %-32s %-6s %-24s %-24s %s\n", "TENANT", "FILESET",
@@ -174,6 +184,7 @@ void Print(const proto::TenantResp& resp, bool json) {
                     static_cast<unsigned long long>(t.key_generation()));
       os << line;
     }
+    if (resp.required()) os << "(tenants required: clients without a tenant are refused)\n";
   }
   std::fputs(os.str().c_str(), stdout);
 }
@@ -194,6 +205,12 @@ Status RunOp(Target& t, const Args& a) {
     SFS_RETURN_IF_ERROR(Call(t, req, &resp));
     Print(resp, a.g.json);
     return Status::Ok();
+  }
+  if (a.op == "require") {
+    req.clear_name();
+    req.set_op(proto::TENANT_REQUIRE);
+    req.set_require(a.operands[0] == "on");
+    return Call(t, req, &resp);
   }
   if (a.op == "remove") {
     req.set_op(proto::TENANT_REMOVE);
