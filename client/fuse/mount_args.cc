@@ -45,6 +45,9 @@ struct RawArgs {
   char* cache_dir = nullptr;
   char* cache_size = nullptr;
   char* cache_ram = nullptr;
+  // Tenants (docs/security.md), malloc'd by fuse_opt.
+  char* tenant = nullptr;
+  char* keyfile = nullptr;
   unsigned prefetch_threads = 16;
   unsigned prefetch_depth = 256;
   // Set by the callback.
@@ -79,6 +82,8 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("cache_dir=%s", cache_dir, 0),
     SFS_OPT("cache_size=%s", cache_size, 0),
     SFS_OPT("cache_ram=%s", cache_ram, 0),
+    SFS_OPT("tenant=%s", tenant, 0),
+    SFS_OPT("keyfile=%s", keyfile, 0),
     SFS_OPT("prefetch_threads=%u", prefetch_threads, 0),
     SFS_OPT("prefetch_depth=%u", prefetch_depth, 0),
     FUSE_OPT_KEY("-f", kKeyForeground),
@@ -144,6 +149,11 @@ Status ParseCacheSize(const char* name, const char* text, uint64_t* out) {
 }
 
 Status FinishCache(const RawArgs& raw, MountArgs& out) {
+  if (raw.tenant != nullptr) out.client.tenant = raw.tenant;
+  if (raw.keyfile != nullptr) out.client.keyfile = raw.keyfile;
+  if (out.client.tenant.empty() != out.client.keyfile.empty()) {
+    return Status(EINVAL, "tenant= and keyfile= go together");
+  }
   SFS_RETURN_IF_ERROR(ParseCacheSize("cache_size", raw.cache_size, &out.client.cache_size));
   SFS_RETURN_IF_ERROR(ParseCacheSize("cache_ram", raw.cache_ram, &out.client.cache_ram));
   if (raw.cache_dir != nullptr) {
@@ -220,6 +230,8 @@ Result<MountArgs> ParseMountArgs(int argc, const char* const* argv) {
   std::free(raw.cache_dir);
   std::free(raw.cache_size);
   std::free(raw.cache_ram);
+  std::free(raw.tenant);
+  std::free(raw.keyfile);
   if (st.ok()) {
     out.fuse_argv.push_back(argc > 0 ? argv[0] : "sfs-mount");
     out.fuse_argv.push_back("-o");
@@ -330,6 +342,9 @@ std::string MountUsage() {
          "  -o cache_size=SIZE      bound of cache_dir (K/M/G; default 1G)\n"
          "  -o cache_ram=SIZE       RAM for the cache: the most recent blocks of cache_dir,\n"
          "                          or a RAM-only cache without cache_dir\n"
+         "  -o tenant=NAME,keyfile=FILE  mount as tenant NAME (docs/security.md): proves the\n"
+         "                          key in FILE (mode 0600) to the MDS and shows only the\n"
+         "                          tenant's fileset, as /\n"
          "  -o prefetch_threads=N   threads fetching an order hint (sfs prefetch; default 16)\n"
          "  -o prefetch_depth=N     hint entries fetched ahead of the reader (default 256)\n"
          "  -o rdwr_cache           O_RDWR handles use the page cache (default: direct I/O and\n"

@@ -49,6 +49,24 @@ TEST(MountArgsTest, EveryWorkerIsKeptIdleUnlessMaxIdleThreadsSaysOtherwise) {
   EXPECT_EQ(a->max_idle_threads, 2u);
 }
 
+TEST(MountArgsTest, TenantAndKeyfileGoToTheLibraryTogether) {
+  Result<MountArgs> a = Parse({"-o", "tenant=teamA,keyfile=/etc/a.key,ro", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->client.tenant, "teamA");
+  EXPECT_EQ(a->client.keyfile, "/etc/a.key");
+  EXPECT_EQ(Joined(a->fuse_argv).find("tenant"), std::string::npos) << "not for libfuse";
+  EXPECT_EQ(Joined(a->fuse_argv).find("keyfile"), std::string::npos) << "not for libfuse";
+  for (const char* half : {"tenant=teamA", "keyfile=/etc/a.key"}) {
+    a = Parse({"-o", half, "h:1", "/m"});
+    ASSERT_FALSE(a.ok()) << half;
+    EXPECT_EQ(a.status().code(), EINVAL);
+    EXPECT_NE(a.status().message().find("go together"), std::string::npos);
+  }
+  a = Parse({"h:1", "/m"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->client.tenant.empty()) << "no tenant: the default tenant, no handshake";
+}
+
 TEST(MountArgsTest, LeasesAreOnByDefaultAndNoleasesTurnsThemOffForMountAndLibrary) {
   Result<MountArgs> a = Parse({"h:1", "/m"});
   ASSERT_TRUE(a.ok()) << a.status().ToString();

@@ -41,6 +41,7 @@
 #include "client/lib/prefetcher.h"
 #include "client/lib/space_ops.h"
 #include "client/lib/write_behind.h"
+#include "common/auth/capability.h"
 #include "common/layout/stripe.h"
 #include "common/log.h"
 #include "common/rpc/rpc.h"
@@ -371,6 +372,19 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   if (!st.ok()) {
     int code = st.code() == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
     return Status(code, "cannot reach MDS at " + opts.mds_address + ": " + st.ToString());
+  }
+  if (!opts.tenant.empty() || !opts.keyfile.empty()) {  // issue 17: mds_client_tenant.cc
+    if (opts.tenant.empty() || opts.keyfile.empty()) {
+      return Status(EINVAL, "tenant= and keyfile= go together");
+    }
+    auto key = auth::LoadKey(opts.keyfile);
+    if (!key.ok()) {  // LoadKey names it a cluster key: the same format, another use
+      std::string why = key.status().message();
+      if (why.rfind("cluster key ", 0) == 0) why = why.substr(12);
+      return Status(key.status().code(), "tenant key " + why);
+    }
+    st = impl->mds->Authenticate(opts.tenant, key->bytes);
+    if (!st.ok()) return Status(st.code(), "tenant '" + opts.tenant + "': " + st.message());
   }
   // One MDS wait of a blocking lock: well inside the RPC deadline.
   impl->locks = std::make_unique<LockBook>(
@@ -1001,6 +1015,10 @@ Result<std::vector<QosRuleInfo>> Client::ListQos(std::string_view name) {
 
 Status Client::QosSet(const Cred& c, const QosRuleInfo& rule) {
   return impl_->mds->Qos(&c, 1, rule).status();
+}
+
+Status Client::TenantAdmin(const Cred& c, const std::string& req, std::string* resp) {
+  return impl_->mds->TenantAdmin(c, req, resp);
 }
 
 Status Client::QosRemove(const Cred& c, std::string_view name) {

@@ -83,6 +83,13 @@ struct Options {
   // prefetch_depth entries ahead of the reader.
   int prefetch_threads = 16;
   uint32_t prefetch_depth = 256;
+  // Tenants (issue 17; docs/security.md): with tenant set, Connect proves
+  // to the MDS that it holds the key in keyfile (written by `sfs tenant
+  // create --key-out`; refused if group or others may read it) and the
+  // client then sees only the tenant's fileset, as /. "" = the default
+  // tenant (no handshake), as on a file system without tenants.
+  std::string tenant;
+  std::string keyfile;
 };
 
 // On whose behalf a call is made; checked by the MDS.
@@ -481,6 +488,9 @@ class Client {
   Result<std::vector<QosRuleInfo>> ListQos(std::string_view name = {});
   Status QosSet(const Cred& c, const QosRuleInfo& rule);
   Status QosRemove(const Cred& c, std::string_view name);
+  // `sfs tenant` (issue 17): one serialized proto::TenantReq in, the
+  // serialized TenantResp out (the CLI owns the format; root only).
+  Status TenantAdmin(const Cred& c, const std::string& req, std::string* resp);
 
   // Restripes a regular file that may hold data (migrate.cc): new objects are
   // allocated for spec (unset fields keep the file's values), the data is

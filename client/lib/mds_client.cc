@@ -277,6 +277,7 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
   req->set_xid(NextXid());
   if (c != nullptr) ToProto(*c, req->mutable_cred());
   if (!CurrentJob().empty()) req->set_job_id(CurrentJob());  // jobstats (job_id.h)
+  if (!tenant_.empty()) req->set_tenant(tenant_);  // mds_client_tenant.cc
   std::vector<DeferredClose> taken = AttachCloses(req);
   std::string payload = req->SerializeAsString();
   const auto deadline = std::chrono::steady_clock::now() + recovery_timeout_;

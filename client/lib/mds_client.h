@@ -128,6 +128,15 @@ class MdsClient {
   // Keeps transport error codes (see the file comment).
   Status Ping(std::chrono::milliseconds timeout);
 
+  // mds_client_tenant.cc (issue 17; docs/security.md): proves to the MDS
+  // that this client holds tenant's key (challenge-response, the key is not
+  // sent); from then on every request names the tenant. EACCES with the
+  // MDS's one-line reason on a wrong key. REQUIRES: before sharing the client.
+  Status Authenticate(const std::string& tenant, const std::string& key);
+  const std::string& tenant() const { return tenant_; }
+  // One TenantReq (`sfs tenant`): serialized TenantReq in, TenantResp out.
+  Status TenantAdmin(const Cred& c, const std::string& req, std::string* resp);
+
   // REQUIRES: called before the client is shared between threads.
   void SetEpochListener(std::function<void()> fn) { on_new_epoch_ = std::move(fn); }
   // True once after a reply showed a new MDS boot epoch.
@@ -275,6 +284,7 @@ class MdsClient {
 
   std::unique_ptr<rpc::Channel> channel_;
   const uint64_t client_id_;
+  std::string tenant_;  // "" = the default tenant (no handshake)
   const std::chrono::milliseconds timeout_;
   const std::chrono::milliseconds recovery_timeout_;
   std::atomic<uint64_t> xid_{1};

@@ -110,6 +110,8 @@ struct ConnectArgs {
   uint64_t cache_size = 0, cache_ram = 0;
   int prefetch_threads = 16;
   uint32_t prefetch_depth = 256;
+  // A tenant's connection (docs/security.md); "" = the default tenant.
+  std::string tenant, keyfile;
 };
 
 class File;

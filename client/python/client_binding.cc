@@ -122,6 +122,8 @@ std::shared_ptr<Client> Client::Connect(const ConnectArgs& a) {
   if (a.prefetch_depth == 0) throw py::value_error("prefetch_depth must be > 0");
   o.prefetch_threads = a.prefetch_threads;
   o.prefetch_depth = a.prefetch_depth;
+  o.tenant = a.tenant;
+  o.keyfile = a.keyfile;
   auto conn = Blocking([&] { return client::Client::Connect(o); });
   std::shared_ptr<client::Client> shared = Check(std::move(conn), a.address);
   return std::shared_ptr<Client>(

@@ -163,7 +163,8 @@ void InitModule(py::module_& m) {
          double recovery_timeout, int io_threads, const std::string& transport,
          uint64_t write_behind, std::optional<uint32_t> uid, std::optional<uint32_t> gid,
          const py::object& cache_dir, const py::object& cache_size, const py::object& cache_ram,
-         int prefetch_threads, uint32_t prefetch_depth) {
+         int prefetch_threads, uint32_t prefetch_depth, const std::string& tenant,
+         const py::object& keyfile) {
         ConnectArgs a{address, rpc_timeout, connect_timeout, recovery_timeout, io_threads,
                       transport, write_behind, uid, gid};
         if (!cache_dir.is_none()) a.cache_dir = PathArg(cache_dir);
@@ -171,6 +172,8 @@ void InitModule(py::module_& m) {
         a.cache_ram = SizeArg(cache_ram, "cache_ram");
         a.prefetch_threads = prefetch_threads;
         a.prefetch_depth = prefetch_depth;
+        a.tenant = tenant;
+        if (!keyfile.is_none()) a.keyfile = PathArg(keyfile);
         return Client::Connect(a);
       },
       py::arg("address"), py::kw_only(), py::arg("rpc_timeout") = 30.0,
@@ -179,9 +182,11 @@ void InitModule(py::module_& m) {
       py::arg("uid") = py::none(), py::arg("gid") = py::none(),
       py::arg("cache_dir") = py::none(), py::arg("cache_size") = 0, py::arg("cache_ram") = 0,
       py::arg("prefetch_threads") = 16, py::arg("prefetch_depth") = 256,
+      py::arg("tenant") = "", py::arg("keyfile") = py::none(),
       "Connects to the MDS at 'host:port'. Timeouts in seconds; write_behind in bytes (0 = "
       "writes are acknowledged by the OSSes before write() returns). cache_ram / cache_dir "
-      "(+ cache_size, bytes or '4G') turn on the client cache (docs/cache.md).");
+      "(+ cache_size, bytes or '4G') turn on the client cache (docs/cache.md). tenant + "
+      "keyfile: connect as that tenant, seeing only its fileset (docs/security.md).");
 }
 
 }  // namespace

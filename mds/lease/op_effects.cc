@@ -46,6 +46,9 @@ const Row kRows[] = {
     {MdsRequest::kPing, {}},
     {MdsRequest::kSync, {}},  // waits for a commit; changes nothing
     {MdsRequest::kWatch, {}},  // the lease protocol's own long poll and acks
+    {MdsRequest::kRebuildStatus, {}},  // reads the rebuild's progress
+    {MdsRequest::kTenantHello, {}},    // a nonce in memory only (tenant_gate.h)
+    {MdsRequest::kTenantAuth, {}},     // a session in memory only
 
     // Changes of names.
     {MdsRequest::kCreate,
@@ -156,6 +159,17 @@ const Row kRows[] = {
      {.mutating = true,
       .neutral = "changes QoS records only, which the OSSes read from heartbeat replies; "
                  "no inode changes and no client caches them"}},
+    {MdsRequest::kOstLost,
+     {.mutating = true,
+      .neutral = "marks an OST and its objects lost in layouts; mounts learn it from the OST "
+                 "map and from the layout at the next open, neither cached under a lease"}},
+    {MdsRequest::kScrub,
+     {.mutating = true,
+      .neutral = "marks bad copies or chunks stale for the resyncer: object states only, "
+                 "which no mount caches under a lease"}},
+    {MdsRequest::kTenantAdmin,
+     {.mutating = true,
+      .neutral = "changes tenant records only; sessions learn of it at their next request"}},
     {MdsRequest::kRegisterOss,
      {.mutating = true,
       .neutral = "changes the OST registry, which clients read with GetOstMap, not under "

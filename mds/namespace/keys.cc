@@ -45,6 +45,7 @@ std::string Ost(std::string_view uuid) { return std::string(1, kOst).append(uuid
 
 std::string Pool(std::string_view name) { return std::string(1, kPool).append(name); }
 std::string Qos(std::string_view name) { return std::string(1, kQos).append(name); }
+std::string Tenant(std::string_view name) { return std::string(1, kTenant).append(name); }
 std::string Migrate(uint64_t ino) { return Tagged(kMigrate, ino); }
 std::string StaleLayout(uint64_t ino) { return Tagged(kStaleLayout, ino); }
 

@@ -18,6 +18,8 @@
 //   L<ino:8>            -> StaleLayoutRec (objects replaced by a migration, freed at last close)
 //   W<ino:8>            -> "" (a mirrored file with a stale copy: the resync's to-do list)
 //   C<class>            -> QosRule (an OSS QoS rule for "job:<id>", "tenant:<name>" or "resync")
+//   E<name>             -> TenantRec (a tenant: its fileset, id maps and key; tenant.cc)
+//   G                   -> "1" (every client must be a tenant's; tenant.cc)
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,8 @@ inline constexpr char kQos = 'C';
 // K<client>: a client that may hold requests to replay; Z: the last stop was clean.
 inline constexpr char kClient = 'K';
 inline constexpr char kCleanStop = 'Z';
+inline constexpr char kTenant = 'E';
+inline constexpr char kTenantsRequired = 'G';
 
 // Appends v as 8 big-endian bytes.
 void PutBe64(std::string* out, uint64_t v);
@@ -61,6 +65,7 @@ std::string Ost(std::string_view uuid);
 std::string Reply(uint64_t client, uint64_t xid);
 std::string Pool(std::string_view name);
 std::string Qos(std::string_view name);
+std::string Tenant(std::string_view name);
 std::string Migrate(uint64_t ino);
 std::string StaleLayout(uint64_t ino);
 std::string Resync(uint64_t ino);

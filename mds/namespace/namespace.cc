@@ -382,6 +382,9 @@ Status Namespace::AddNode(Txn& txn, const OpCtx& ctx, uint64_t parent, const std
   SFS_RETURN_IF_ERROR(MayModifyDir(ctx.cred, *dir));
   SFS_ASSIGN_OR_RETURN(*ino, AllocIno(ctx));
   *node = txn.Add(*ino, NewInode(txn, *ino, ctx.cred, *dir, mode));
+  // Every inode knows a directory holding it: a tenant's fileset check walks
+  // these links up (tenant.cc InSubtree).
+  (*node)->set_parent(parent);
   txn.PutDentry(parent, name, *ino, DirentType(mode));
   SFS_RETURN_IF_ERROR(txn.TouchDir(parent));
   txn.OnCommit([this] { ++inode_count_; });

@@ -194,6 +194,17 @@ class Namespace {
   Status Qos(const OpCtx& ctx, const proto::QosReq& req, proto::QosResp* out);
   // Every QoS rule, for the heartbeat replies that carry them to the OSSes.
   Status QosTable(google::protobuf::RepeatedPtrField<proto::QosEntry>* out) const;
+  // Tenants (tenant.cc; docs/security.md): list, create, remove, rotate-key
+  // (root only). A list never carries keys; create and rotate return the new
+  // key in out->key.
+  Status Tenant(const OpCtx& ctx, const proto::TenantReq& req, proto::TenantResp* out);
+  // Whether every client must be a tenant's (TENANT_REQUIRE).
+  Result<bool> TenantsRequired() const;
+  // One tenant's record, key included (for the handshake). ENOENT if none.
+  Result<proto::TenantRec> GetTenant(const std::string& name) const;
+  // OK iff ino is root or below it (by the parent links); ENOENT otherwise,
+  // also when ino does not exist, so that the answer reveals nothing.
+  Status InSubtree(uint64_t ino, uint64_t root) const;
 
   // --- migrate (migrate.cc): restripe a file with data; see mds.proto ---
   Status MigrateBegin(const OpCtx& ctx, const proto::MigrateBeginReq& req,

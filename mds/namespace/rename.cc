@@ -101,8 +101,9 @@ Status Namespace::ApplyExchange(Txn& txn, const proto::RenameReq& req, RenameEnd
   bool moves = req.parent() != req.new_parent();
   txn.PutDentry(req.parent(), req.name(), e.dst_ino, DirentType(e.dst->attr().mode()));
   txn.PutDentry(req.new_parent(), req.new_name(), e.src_ino, DirentType(e.src->attr().mode()));
-  if (moves && e.dst_dir) e.dst->set_parent(req.parent());
-  if (moves && e.src_dir) e.src->set_parent(req.new_parent());
+  // Files too: a directory holding them (tenant.cc InSubtree walks it).
+  if (moves) e.dst->set_parent(req.parent());
+  if (moves) e.src->set_parent(req.new_parent());
   if (moves && e.src_dir != e.dst_dir) {
     AddLinks(e.sdir, e.src_dir ? -1 : 1);
     AddLinks(e.ddir, e.src_dir ? 1 : -1);
@@ -129,8 +130,8 @@ Status Namespace::ApplyMove(Txn& txn, const proto::RenameReq& req, RenameEnds& e
   if (moves && e.src_dir) {
     AddLinks(e.sdir, -1);
     AddLinks(e.ddir, 1);
-    e.src->set_parent(req.new_parent());
   }
+  if (moves) e.src->set_parent(req.new_parent());  // files too (tenant.cc InSubtree)
   txn.PutDentry(req.new_parent(), req.new_name(), e.src_ino, DirentType(e.src->attr().mode()));
   e.src->mutable_attr()->set_ctime_ns(txn.now());
   txn.Dirty(e.src_ino);

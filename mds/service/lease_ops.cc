@@ -82,7 +82,7 @@ bool MdsService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
   if (leases_ == nullptr && r.op_case() != MdsRequest::kLock && r.op_case() != MdsRequest::kReplay) {
     return false;
   }
-  HandleParsed(r, std::move(done));
+  if (!GateTenant(r, done)) HandleParsed(r, std::move(done));
   return true;
 }
 
@@ -94,7 +94,7 @@ void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
     Handler::HandleAsync(req, std::move(done));
     return;
   }
-  HandleParsed(r, std::move(done));
+  if (!GateTenant(r, done)) HandleParsed(r, std::move(done));
 }
 
 void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {
@@ -131,14 +131,17 @@ rpc::ReplyFn MdsService::Durably(const MdsRequest& r, MdsResponse* resp, uint64_
     // Committed on the interval: answered now. With replay the client keeps
     // the request until a reply's last_committed reaches its transno.
     if (!replay_ || !waits || resp->status().code() != 0) return done;
-    resp->set_transno(seq);
-    AddReplayLayout(r, resp);
-    if (ns_->ClientRecorded(r.client_id())) return done;
-    // This client's first change: its record must be durable before any
-    // reply it could need to replay, or a recovery would not wait for it.
-    Status rec = ns_->RecordClient(r.client_id());
-    if (!rec.ok()) LOG_WARN("recording client " << r.client_id() << ": " << rec.ToString());
-    seq = ns_->committer().written();
+    // An admin change (OST lost, tenants) is not replayed: it waits for its commit.
+    if (Replayable(r.op_case())) {
+      resp->set_transno(seq);
+      AddReplayLayout(r, resp);
+      if (ns_->ClientRecorded(r.client_id())) return done;
+      // This client's first change: its record must be durable before any
+      // reply it could need to replay, or a recovery would not wait for it.
+      Status rec = ns_->RecordClient(r.client_id());
+      if (!rec.ok()) LOG_WARN("recording client " << r.client_id() << ": " << rec.ToString());
+      seq = ns_->committer().written();
+    }
   } else if (!waits) {
     ns_->WhenDurable(seq, [](const Status&) {});
     return done;

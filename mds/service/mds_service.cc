@@ -131,6 +131,7 @@ class Writes {
   }
   void Pool() { Done(ns_->Pool(ctx_, r_.pool(), out_->mutable_pool())); }
   void Qos() { Done(ns_->Qos(ctx_, r_.qos(), out_->mutable_qos())); }
+  void Tenant() { Done(ns_->Tenant(ctx_, r_.tenant_admin(), out_->mutable_tenant_admin())); }
   void MigrateBegin() {
     Done(ns_->MigrateBegin(ctx_, r_.migrate_begin(), out_->mutable_migrate_begin()));
   }
@@ -213,6 +214,7 @@ bool DispatchWrite(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
     case MdsRequest::kMirrorState: h.MirrorState(); return true;
     case MdsRequest::kPool: h.Pool(); return true;
     case MdsRequest::kQos: h.Qos(); return true;
+    case MdsRequest::kTenantAdmin: h.Tenant(); return true;
     case MdsRequest::kMigrateBegin: h.MigrateBegin(); return true;
     case MdsRequest::kMigrateCommit: h.MigrateCommit(); return true;
     case MdsRequest::kOstLost: h.OstLost(); return true;
@@ -302,6 +304,8 @@ std::string MdsService::HandlePayload(const std::string& payload) {
   // refuses the others itself).
   if (recovering() && !ServedDuringRecovery(req.op_case())) return RecoveringReply();
   auto start = std::chrono::steady_clock::now();
+  std::optional<TenantGate::View> tenant;  // tenant_gate.h
+  if (tenants_.Admit(&req, &resp, &tenant)) return resp.SerializeAsString();
   if (replay_ && !ns_->committer().sync_each_op()) {
     // Note the op's write for its transno instead of waiting on it.
     Committer::DeferScope scope;
@@ -310,6 +314,7 @@ std::string MdsService::HandlePayload(const std::string& payload) {
   } else {
     Dispatch(req, &resp);
   }
+  if (tenant.has_value()) TenantGate::Outbound(*tenant, &resp);
   if (metrics_ != nullptr) {
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now() - start);

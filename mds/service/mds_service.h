@@ -31,6 +31,7 @@
 #include "mds/namespace/namespace.h"
 #include "mds/namespace/ost_registry.h"
 #include "mds/service/mds_metrics.h"
+#include "mds/service/tenant_gate.h"
 
 namespace sfs::mds {
 
@@ -39,7 +40,7 @@ class MdsService : public rpc::Handler {
   // REQUIRES: ns, osts and leases (if not null) outlive the service.
   // Without leases no lease is granted and no reply waits.
   MdsService(Namespace* ns, OstRegistry* osts, LeaseTable* leases = nullptr)
-      : ns_(ns), osts_(osts), leases_(leases) {}
+      : ns_(ns), osts_(osts), leases_(leases), tenants_(ns) {}
   ~MdsService() override;
 
   // Replay (replay_ops.cc; mds.proto ReplayReq): changes are answered before
@@ -56,6 +57,8 @@ class MdsService : public rpc::Handler {
   // What is answered while recovering: the OSSes' registry calls and pings
   // (a ping's reply tells an idle client the MDS restarted).
   static bool ServedDuringRecovery(int op_case);
+  // The changes clients keep and replay (replay_ops.cc).
+  static bool Replayable(int op_case);
 
   // With inline on, every request but SyncReq (which waits for the disk) is
   // answered on the server's I/O thread: metadata ops only touch memory and
@@ -135,6 +138,9 @@ class MdsService : public rpc::Handler {
   rpc::ReplyFn Durably(const proto::MdsRequest& r, proto::MdsResponse* resp, uint64_t seq,
                        rpc::ReplyFn done);
   void HandleParsed(const proto::MdsRequest& req, rpc::ReplyFn done);
+  // tenant_gate.cc: the handshake and a tenant's view (TenantGate). True
+  // iff done was called; else r is what to apply and done maps the reply.
+  bool GateTenant(proto::MdsRequest& r, rpc::ReplyFn& done);
   std::vector<LeaseInval> ApplyLocked(const proto::MdsRequest& req, proto::MdsResponse* resp,
                                       uint64_t* durable_seq);
   std::vector<LeaseInval> NamesChanged(const proto::MdsRequest& req);
@@ -143,6 +149,7 @@ class MdsService : public rpc::Handler {
   Namespace* const ns_;
   OstRegistry* const osts_;
   LeaseTable* const leases_;
+  TenantGate tenants_;
   LockTable* locks_ = nullptr;
   MdsMetrics* metrics_ = nullptr;
   std::string metrics_address_;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 #include "common/log.h"
@@ -28,9 +29,13 @@ namespace {
 using proto::MdsRequest;
 using proto::MdsResponse;
 
+}  // namespace
+
 // The ops a client keeps for replay: those whose reply waits for a commit
-// without replay (op_effects.h, acked_at_once), i.e. namespace changes.
-bool Replayable(int op) {
+// without replay (op_effects.h, acked_at_once) and that a replay can apply
+// again: the namespace changes. Admin changes (OST lost, tenants) are
+// committed before their reply instead.
+bool MdsService::Replayable(int op) {
   switch (op) {
     case MdsRequest::kSetattr: case MdsRequest::kCreate: case MdsRequest::kMknod:
     case MdsRequest::kMkdir: case MdsRequest::kUnlink: case MdsRequest::kRmdir:
@@ -43,8 +48,6 @@ bool Replayable(int op) {
       return false;
   }
 }
-
-}  // namespace
 
 bool MdsService::ServedDuringRecovery(int op) {
   switch (op) {
@@ -109,9 +112,9 @@ void MdsService::AddReplayLayout(const MdsRequest& r, MdsResponse* resp) {
 
 void MdsService::StampTransno(const MdsRequest& r, MdsResponse* resp, uint64_t seq) {
   if (!replay_ || seq == 0 || resp->status().code() != 0 || !AckWaitsForCommit(r, *resp)) return;
-  if (!ns_->ClientRecorded(r.client_id())) {
+  if (!Replayable(r.op_case()) || !ns_->ClientRecorded(r.client_id())) {
     // See Durably: the first change of a client waits for its record.
-    Status st = ns_->RecordClient(r.client_id());
+    Status st = Replayable(r.op_case()) ? ns_->RecordClient(r.client_id()) : Status::Ok();
     if (st.ok()) st = ns_->Sync();
     if (!st.ok()) {
       resp->clear_result();
@@ -119,6 +122,7 @@ void MdsService::StampTransno(const MdsRequest& r, MdsResponse* resp, uint64_t s
       resp->mutable_status()->set_message(st.message());
       return;
     }
+    if (!Replayable(r.op_case())) return;  // committed: nothing to keep
   }
   resp->set_transno(seq);
   AddReplayLayout(r, resp);
@@ -199,6 +203,13 @@ int MdsService::ApplyReplayed(uint64_t client, MdsRequest item, bool* applied) {
   if (TransId{info.epoch(), info.transno()} < ns_->oldest_reply()) return 0;  // survived, trimmed
   *applied = !ns_->HasReply(client, item.xid());
   MdsResponse resp;
+  // A tenant's request names inodes of its view: checked and mapped as when
+  // it first came (tenant_gate.h), never applied outside its fileset.
+  std::optional<TenantGate::View> view;
+  if (tenants_.Admit(&item, &resp, &view)) {
+    *applied = false;
+    return resp.status().code() != 0 ? resp.status().code() : EACCES;
+  }
   uint64_t seq = 0;
   std::vector<LeaseInval> changed = ApplyLocked(item, &resp, &seq);
   // A late replay (recovery over) changes what other clients may lease.

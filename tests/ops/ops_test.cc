@@ -152,7 +152,7 @@ std::vector<Page> Pages() {
   Page sfs{"sfs.1", {b + "/tools/sfs --help"}};
   for (const char* c : {"setstripe", "getstripe", "df", "servers", "find", "pool", "migrate",
                         "mirror", "fsck", "stats", "top", "key", "prefetch", "cache", "ost",
-                        "rebuild", "scrub"}) {
+                        "rebuild", "scrub", "tenant"}) {
     sfs.help_cmds.push_back(b + "/tools/sfs " + c + " --help");
   }
   pages.push_back(sfs);

@@ -16,6 +16,7 @@ int RunServers(int argc, char** argv);
 int RunFind(int argc, char** argv);
 int RunPool(int argc, char** argv);
 int RunQos(int argc, char** argv);   // qos.cc: OSS QoS rules
+int RunTenant(int argc, char** argv);  // tenant.cc: tenants, filesets, keys
 int RunMigrate(int argc, char** argv);
 int RunMirror(int argc, char** argv);  // mirror resync
 int RunOst(int argc, char** argv);      // rebuild.cc: ost lost INDEX

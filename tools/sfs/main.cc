@@ -33,6 +33,7 @@ constexpr const char* kUsage =
     "  top [--once] [--mds HOST:PORT] [METRICS_HOST:PORT...]          live per-OSS/per-job rates\n"
     "  key generate|check FILE                                        the cluster key (capabilities)\n"
     "  qos set|show|remove CLASS [--read-mibps N] [--write-mibps N] [--iops N] ...  OSS QoS rules\n"
+    "  tenant create|list|show|remove|rotate-key NAME ...              tenants, filesets, keys\n"
     "  prefetch [--append] [--wait] PATH... | --list FILE             order hint for the mount's cache\n"
     "  cache warm PATH... | --list FILE, cache status [--json], cache drop   the mount's client cache\n"
     "\n"
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
   if (cmd == "top") return RunTop(sub_argc, sub_argv);
   if (cmd == "key") return RunKey(sub_argc, sub_argv);
   if (cmd == "qos") return RunQos(sub_argc, sub_argv);
+  if (cmd == "tenant") return RunTenant(sub_argc, sub_argv);
   if (cmd == "prefetch") return RunPrefetch(sub_argc, sub_argv);
   if (cmd == "cache") return RunCache(sub_argc, sub_argv);
   std::fprintf(stderr, "sfs: unknown command '%s' (try 'sfs --help')\n", cmd.c_str());

@@ -90,6 +90,10 @@ Result<std::unique_ptr<Target>> Target::Open(const GlobalOptions& g, const std::
   for (int i = 0; i < n; ++i) t->cred_.groups.push_back(groups[i]);
   client::Options opts;
   opts.mds_address = t->mds_;
+  // An MDS that serves tenants only (`sfs tenant require on`) takes admin
+  // commands from an admin tenant (fileset /, no root squash).
+  if (const char* tenant = std::getenv("SFS_TENANT")) opts.tenant = tenant;
+  if (const char* keyfile = std::getenv("SFS_KEYFILE")) opts.keyfile = keyfile;
   opts.io_threads = 1;
   SFS_ASSIGN_OR_RETURN(t->client_, client::Client::Connect(opts));
   return t;
