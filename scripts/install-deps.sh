@@ -23,6 +23,10 @@ pkgs+=(groff-base man-db systemd dpkg-dev lintian ccache)
 # The Python binding (client/python/, import stripefs): headers and pybind11;
 # numpy for its readinto-a-numpy-array test (skipped without it).
 pkgs+=(python3-dev pybind11-dev python3-numpy)
+# stripefs.torch with the stock DataLoader (python_torch_test, bench/train_loader.py)
+# and the small transformer of the KV restore benchmark (bench/kv_restore.py):
+# Debian's PyTorch (CPU). Required: python_torch_test fails without it.
+pkgs+=(python3-torch)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -26,6 +26,7 @@ std::vector<std::pair<const char*, uint64_t CacheStats::*>> Fields() {
           {"evictions", &CacheStats::evictions},
           {"corrupt", &CacheStats::corrupt},
           {"prefetched_blocks", &CacheStats::prefetched_blocks},
+          {"prefetched_bytes", &CacheStats::prefetched_bytes},
           {"prefetch_files", &CacheStats::prefetch_files},
           {"prefetch_skipped", &CacheStats::prefetch_skipped},
           {"hint_length", &CacheStats::hint_length},

@@ -285,6 +285,7 @@ struct CacheStats {
   uint64_t evictions = 0;
   uint64_t corrupt = 0;                     // directory blocks that failed their check
   uint64_t prefetched_blocks = 0;           // blocks filled by the prefetcher
+  uint64_t prefetched_bytes = 0;            // and their bytes (fetched from OSSes)
   uint64_t prefetch_files = 0;              // hint entries fetched
   uint64_t prefetch_skipped = 0;            // hint entries skipped (missing, not a file, denied, open for write)
   uint64_t hint_length = 0;                 // entries of the current order hint

@@ -256,7 +256,10 @@ void DataCache::Put(const BlockKey& k, Block b, bool prefetched) {
     e.key = next_key_++;
     e.len = b.len;
     bytes_ += b.len;
-    if (prefetched) ++stats_.prefetched_blocks;
+    if (prefetched) {
+      ++stats_.prefetched_blocks;
+      stats_.prefetched_bytes += b.len;
+    }
     policy_.Touch(e.key, k.ino);
     by_key_[e.key] = k;
     auto it = index_.emplace(k, std::move(e)).first;

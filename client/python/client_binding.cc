@@ -206,6 +206,7 @@ py::dict Client::CacheStatus() {
   d["evictions"] = s.evictions;
   d["corrupt"] = s.corrupt;
   d["prefetched_blocks"] = s.prefetched_blocks;
+  d["prefetched_bytes"] = s.prefetched_bytes;
   d["prefetch_files"] = s.prefetch_files;
   d["prefetch_skipped"] = s.prefetch_skipped;
   d["hint_length"] = s.hint_length;

@@ -160,5 +160,27 @@ TEST(BenchSmoke, TextReportHasIorSummaryTable) {
   EXPECT_NE(r.out.find("\nread "), std::string::npos) << r.out;
 }
 
+// sfs-bench train's short form (issue 18): POSIX on a temp dir, 40 files.
+TEST(BenchSmoke, TrainPreparesReadsEveryEpochAndReportsThem) {
+  TempDir d;
+  BenchRun r = RunBench({"train", "-o", d / "ds", "-n", "40", "--workers", "3", "--epochs", "2",
+                         "--prepare", "--json"},
+                        d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"mode\": \"posix\", \"files\": 40"), std::string::npos) << r.out;
+  size_t epochs = 0;
+  for (size_t at = 0; (at = r.out.find("\"seconds\"", at)) != std::string::npos; ++at) ++epochs;
+  EXPECT_EQ(epochs, 2u) << r.out;
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(d / "ds"),
+                          std::filesystem::directory_iterator{}), 40);
+  // Files it did not write are detected, not read as samples.
+  std::ofstream(d / "ds/s000007", std::ios::trunc) << "short";
+  BenchRun bad = RunBench({"train", "-o", d / "ds", "-n", "40", "--epochs", "1"}, d.path());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("s000007: wrong size or bytes"), std::string::npos) << bad.err;
+  // --hint needs the cache: a usage error.
+  EXPECT_EQ(RunBench({"train", "-o", d / "ds", "--hint"}, d.path()).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace sfs::bench_test

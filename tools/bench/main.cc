@@ -9,6 +9,7 @@
 #include "tools/bench/kv_bench.h"
 #include "tools/bench/mdtest.h"
 #include "tools/bench/tasks.h"
+#include "tools/bench/train_bench.h"
 
 namespace {
 
@@ -20,6 +21,8 @@ constexpr const char* kUsage =
     "           sequential or random, with data verification\n"
     "  mdtest   mdtest-style metadata rates: create, stat, read, remove\n"
     "  kv       the KV-cache tier (docs/kv.md): put/get GB/s of blocks, get latency\n"
+    "  train    a training loader's epochs over small files, with and without the\n"
+    "           client cache and its order hint (issue 18)\n"
     "\n"
     "Run 'sfs-bench COMMAND --help' for a command's options.\n";
 
@@ -33,6 +36,7 @@ int Dispatch(int argc, char** argv, int mpi_size) {
   if (cmd == "ior") return sfs::bench::RunIor(argc - 1, argv + 1, mpi_size);
   if (cmd == "mdtest") return sfs::bench::RunMdtest(argc - 1, argv + 1, mpi_size);
   if (cmd == "kv") return sfs::bench::RunKv(argc - 1, argv + 1);
+  if (cmd == "train") return sfs::bench::RunTrain(argc - 1, argv + 1);
   std::fprintf(stderr, "sfs-bench: unknown command '%s' (try 'sfs-bench --help')\n", cmd.c_str());
   return 2;
 }

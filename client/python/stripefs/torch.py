@@ -25,6 +25,7 @@ to the cache before the loader reads it:
 Each worker process prefetches its own share: the DataLoader hands batches to
 its workers in turn, so worker w reads batches w, w + K, w + 2K, ...
 (persistent_workers=False, the default, forks the workers after set_epoch).
+With cache_dir= each worker gets its own directory below it, DIR/worker-N.
 """
 import os
 import random
@@ -82,9 +83,22 @@ class FileDataset(_Base):
     def _fs(self):
         # A connection made before a fork is not usable in the child.
         if self._client is None or self._pid != os.getpid():
-            self._client = _core.connect(self.address, **self.connect_options)
+            self._client = _core.connect(self.address, **self._worker_options())
             self._pid = os.getpid()
         return self._client
+
+    def _worker_options(self):
+        # Two processes must not share one cache_dir (docs/cache.md): each
+        # DataLoader worker keeps its own below it, DIR/worker-N, which the
+        # worker of the same id reuses next epoch (checked by version, so a
+        # file rewritten in between is fetched again, never served stale).
+        options = dict(self.connect_options)
+        info = _worker_info()
+        if options.get("cache_dir") and info is not None:
+            options["cache_dir"] = os.path.join(os.fspath(options["cache_dir"]),
+                                                "worker-%d" % info.id)
+            os.makedirs(options["cache_dir"], exist_ok=True)
+        return options
 
     def __getitem__(self, index):
         if self._order is not None and self._hinted_pid != os.getpid():

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Restore vs recompute of a prompt's attention KV (issue 19), on a CPU.
+
+A small PyTorch transformer (default 8 layers, d=512, 8 heads, fp32: 32 KiB
+of KV per token; random weights from a fixed seed; attention computed in
+query chunks so a long context fits in memory) prefills a random prompt; its
+K/V go to the KV tier through stripefs.kv_connector (one 1 MiB block per
+256-token chunk and layer, grouped by chunk). A new process then builds the
+same model, looks the prompt up, fetches every chunk, attaches it and runs
+one decode step; its logits are compared with a full recompute of the prompt
+plus that token in the first process.
+
+    scripts/cluster.sh up --oss 2 --dir /tmp/kv   # OSSes need --kv-capacity (see below)
+    PYTHONPATH=build/client/python /usr/bin/python3 bench/kv_restore.py ADDR \\
+        --tokens 4096 8192 [--json]
+
+Prints per context: prefill seconds, store GB/s, restore seconds (lookup +
+fetch + attach, in the new process) and GB/s, the speedup, and the largest
+logit difference. The tier needs --kv-capacity >= 32 KiB x tokens per OSS
+share. Importable: tests/python/kv_restore_test.py runs a tiny form.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class Config:
+    def __init__(self, layers=8, d=512, heads=8, vocab=32000, max_tokens=16384 + 1,
+                 chunk=256, q_chunk=512, seed=0):
+        self.layers, self.d, self.heads, self.vocab = layers, d, heads, vocab
+        self.max_tokens, self.chunk, self.q_chunk, self.seed = max_tokens, chunk, q_chunk, seed
+
+    def args(self):
+        return ["--layers", str(self.layers), "--d", str(self.d), "--heads", str(self.heads),
+                "--vocab", str(self.vocab), "--chunk", str(self.chunk),
+                "--q-chunk", str(self.q_chunk), "--max-tokens", str(self.max_tokens)]
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.h, self.dh = cfg.heads, cfg.d // cfg.heads
+        self.q_chunk = cfg.q_chunk
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d), nn.LayerNorm(cfg.d)
+        self.qkv = nn.Linear(cfg.d, 3 * cfg.d)
+        self.out = nn.Linear(cfg.d, cfg.d)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d, 4 * cfg.d), nn.GELU(), nn.Linear(4 * cfg.d, cfg.d))
+
+    def forward(self, x, past=None):
+        """x: (T, d) new tokens at positions len(past).. ; past: (2, P, h, dh)
+        or None. Returns (x, kv of all P + T tokens)."""
+        t = x.shape[0]
+        q, k, v = self.qkv(self.ln1(x)).view(t, 3, self.h, self.dh).unbind(1)
+        if past is not None:
+            k = torch.cat([past[0], k])
+            v = torch.cat([past[1], v])
+        p = k.shape[0] - t
+        kh, vh = k.transpose(0, 1), v.transpose(0, 1)  # (h, P+T, dh)
+        scale = self.dh ** -0.5
+        outs = []
+        for a in range(0, t, self.q_chunk):  # query chunks: memory O(q_chunk x context)
+            b = min(t, a + self.q_chunk)
+            s = torch.matmul(q[a:b].transpose(0, 1), kh.transpose(1, 2)) * scale
+            pos = torch.arange(p + a, p + b).unsqueeze(1)
+            s = s.masked_fill(torch.arange(p + t).unsqueeze(0) > pos, float("-inf"))
+            outs.append(torch.matmul(torch.softmax(s, -1), vh).transpose(0, 1))
+        att = torch.cat(outs).reshape(t, -1)
+        x = x + self.out(att)
+        x = x + self.mlp(self.ln2(x))
+        return x, torch.stack([k, v])
+
+
+class Model(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        torch.manual_seed(cfg.seed)
+        self.emb = nn.Embedding(cfg.vocab, cfg.d)
+        self.pos = nn.Embedding(cfg.max_tokens, cfg.d)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
+        self.ln = nn.LayerNorm(cfg.d)
+        self.head = nn.Linear(cfg.d, cfg.vocab, bias=False)
+
+    @torch.no_grad()
+    def forward(self, tokens, past=None):
+        """Logits of the last token and every layer's KV (2, P+T, h, dh)."""
+        start = 0 if past is None else past[0].shape[1]
+        x = self.emb(tokens) + self.pos(torch.arange(start, start + tokens.shape[0]))
+        kvs = []
+        for i, blk in enumerate(self.blocks):
+            x, kv = blk(x, None if past is None else past[i])
+            kvs.append(kv)
+        return self.head(self.ln(x[-1])), kvs
+
+
+def prompt(cfg, n, seed=1):
+    return torch.randint(0, cfg.vocab, (n + 1,), generator=torch.Generator().manual_seed(seed))
+
+
+def connector(kvc, cfg, namespace):
+    from stripefs import kv_connector
+    shape = (2, cfg.chunk, cfg.heads, cfg.d // cfg.heads)
+    return kv_connector.StripeFSConnector(kvc, namespace=namespace, layers=cfg.layers,
+                                          chunk_tokens=cfg.chunk, block_shape=shape,
+                                          salt=b"bench", model="kv-restore-%d" % cfg.seed,
+                                          layout="fp32 L%d d%d h%d" % (cfg.layers, cfg.d, cfg.heads))
+
+
+def store(model, cfg, kvc, tokens, namespace):
+    """Prefill of tokens[:-1]; its KV stored. Returns (prefill s, store s, bytes)."""
+    t0 = time.monotonic()
+    _, kvs = model(tokens[:-1])
+    prefill = time.monotonic() - t0
+    conn = connector(kvc, cfg, namespace)
+    ids = tokens[:-1].tolist()
+    t0 = time.monotonic()
+    for layer, kv in enumerate(kvs):
+        conn.save_kv_layer(ids, layer, kv.numpy())
+    stored = time.monotonic() - t0
+    return prefill, stored, sum(kv.numel() * 4 for kv in kvs)
+
+
+def restore(model, cfg, kvc, tokens, namespace):
+    """Lookup + fetch + attach of the prompt's KV, then one decode step of
+    the last token. Returns (restore s, decode s, matched tokens, logits)."""
+    conn = connector(kvc, cfg, namespace)
+    ids = tokens[:-1].tolist()
+    t0 = time.monotonic()
+    loaded = conn.start_load_kv(ids)
+    past = [torch.from_numpy(loaded.layer(l)) for l in range(cfg.layers)]
+    restored = time.monotonic() - t0
+    if loaded.tokens != len(ids):
+        raise RuntimeError("the tier has %d of %d prompt tokens" % (loaded.tokens, len(ids)))
+    t0 = time.monotonic()
+    logits, _ = model(tokens[-1:], past)
+    return restored, time.monotonic() - t0, loaded.tokens, logits
+
+
+def child(a, cfg):
+    """The restoring process: same seed, same model, no state from the parent."""
+    from stripefs import kv
+    model = Model(cfg).eval()
+    tokens = prompt(cfg, a.child)
+    kvc = kv.connect(a.address, transport=a.transport)
+    restored, decode, matched, logits = restore(model, cfg, kvc, tokens, a.namespace)
+    np.save(a.out, logits.numpy())
+    print(json.dumps({"restore_seconds": restored, "decode_seconds": decode,
+                      "matched_tokens": matched}))
+
+
+def run(address, cfg, n, namespace, transport="tcp"):
+    """One context: prefill + store here, restore in a new process, compare."""
+    from stripefs import kv
+    model = Model(cfg).eval()
+    tokens = prompt(cfg, n)
+    kvc = kv.connect(address, transport=transport)
+    prefill, stored, nbytes = store(model, cfg, kvc, tokens, namespace)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "logits.npy")
+        argv = [sys.executable, os.path.abspath(__file__), address, "--child", str(n),
+                "--namespace", namespace, "--out", out, "--transport", transport] + cfg.args()
+        r = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True)
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        restored_logits = torch.from_numpy(np.load(out))
+    full, _ = model(tokens)  # the recompute: prompt and the new token from scratch
+    diff = (restored_logits - full).abs().max().item()
+    return {"tokens": n, "prefill_seconds": prefill, "store_seconds": stored,
+            "store_gbps": nbytes / stored / 1e9, "restore_seconds": res["restore_seconds"],
+            "restore_gbps": nbytes / res["restore_seconds"] / 1e9,
+            "decode_seconds": res["decode_seconds"], "kv_bytes": nbytes,
+            "speedup": prefill / res["restore_seconds"], "max_logit_diff": diff,
+            "logits_match": diff <= 1e-5 * max(1.0, full.abs().max().item()),
+            "matched_tokens": res["matched_tokens"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("address")
+    ap.add_argument("--tokens", type=int, nargs="+", default=[4096, 8192])
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--d", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--chunk", type=int, default=256)
+    ap.add_argument("--q-chunk", type=int, default=512)
+    ap.add_argument("--max-tokens", type=int, default=16384 + 1)
+    ap.add_argument("--namespace", default="kv-restore")
+    ap.add_argument("--transport", default="tcp")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    cfg = Config(a.layers, a.d, a.heads, a.vocab, a.max_tokens, a.chunk, a.q_chunk)
+    torch.set_grad_enabled(False)
+    if a.child:
+        return child(a, cfg)
+    for n in a.tokens:
+        r = run(a.address, cfg, n, a.namespace, a.transport)
+        if a.json:
+            print(json.dumps(r))
+        else:
+            print("%6d tokens: prefill %7.3f s  store %.3f GB/s  restore %.3f s (%.3f GB/s)  "
+                  "speedup %.1fx  max |logit diff| %.2e  match %s" %
+                  (n, r["prefill_seconds"], r["store_gbps"], r["restore_seconds"],
+                   r["restore_gbps"], r["speedup"], r["max_logit_diff"], r["logits_match"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+// sfs-bench train (train_bench.h).
+#include "tools/bench/train_bench.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/lib/client.h"
+
+namespace sfs::bench {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sfs-bench train -o DIR [-n FILES (default 2000)] [--workers K (default 4)]\n"
+    "                       [--epochs E (default 3)] [--seed S] [--prepare] [--json]\n"
+    "                       [--mds HOST:PORT [--cache-ram SIZE] [--hint] [--transport T]]\n"
+    "Reads DIR/s000000.. (written first with --prepare: 4-256 KiB each, mean about\n"
+    "105 KiB) once per epoch in a new seeded permutation, split across K threads as\n"
+    "DistributedSampler splits it. With --mds DIR is inside StripeFS, read through\n"
+    "libsfs; --cache-ram turns the client cache on (0 = off), --hint hands it each\n"
+    "epoch's order first. Without --mds DIR is any directory (ext4, a mount), read\n"
+    "with pread. Page caches are not dropped (that would disturb a shared machine).\n";
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Args {
+  std::string dir, mds, transport = "auto";
+  int files = 2000, workers = 4, epochs = 3;
+  uint64_t seed = 1, cache_ram = 0;
+  bool hint = false, prepare = false, json = false;
+};
+
+bool Parse(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string f = argv[i];
+    if (f == "--json") { a->json = true; continue; }
+    if (f == "--hint") { a->hint = true; continue; }
+    if (f == "--prepare") { a->prepare = true; continue; }
+    if (i + 1 >= argc) return false;
+    const char* v = argv[++i];
+    if (f == "-o") a->dir = v;
+    else if (f == "-n") a->files = std::atoi(v);
+    else if (f == "--workers") a->workers = std::atoi(v);
+    else if (f == "--epochs") a->epochs = std::atoi(v);
+    else if (f == "--seed") a->seed = std::strtoull(v, nullptr, 10);
+    else if (f == "--mds") a->mds = v;
+    else if (f == "--transport") a->transport = v;
+    else if (f == "--cache-ram") {
+      Result<uint64_t> n = client::ParseSize(v);
+      if (!n.ok()) return false;
+      a->cache_ram = *n;
+    } else return false;
+  }
+  if (a->hint && a->cache_ram == 0) return false;
+  return !a->dir.empty() && a->files > 0 && a->workers > 0 && a->epochs > 0;
+}
+
+// File i's size and bytes: deterministic from (seed, i), so --prepare and the
+// readers agree without a manifest. The first 8 bytes are i (checked on read).
+uint64_t SizeOf(uint64_t seed, int i) {
+  std::mt19937_64 r(seed * 7919 + static_cast<uint64_t>(i));
+  double u = std::uniform_real_distribution<double>(0, 1)(r);
+  return 4096 + static_cast<uint64_t>(((256 << 10) - 4096) * std::pow(u, 1.5));
+}
+
+std::string NameOf(int i) {
+  char b[16];
+  std::snprintf(b, sizeof b, "s%06d", i);
+  return b;
+}
+
+// The storage the loader reads: whole files by index.
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual Status Write(int i, std::span<const uint8_t> data) = 0;
+  virtual Result<size_t> ReadWhole(int i, std::vector<uint8_t>* buf) = 0;
+};
+
+class PosixStore final : public Store {
+ public:
+  explicit PosixStore(std::string dir) : dir_(std::move(dir)) { ::mkdir(dir_.c_str(), 0755); }
+  Status Write(int i, std::span<const uint8_t> data) override {
+    std::string p = dir_ + "/" + NameOf(i);
+    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return Status(errno, p);
+    ssize_t n = ::pwrite(fd, data.data(), data.size(), 0);
+    ::close(fd);
+    return n == static_cast<ssize_t>(data.size()) ? Status() : Status(EIO, p + ": short write");
+  }
+  Result<size_t> ReadWhole(int i, std::vector<uint8_t>* buf) override {
+    std::string p = dir_ + "/" + NameOf(i);
+    int fd = ::open(p.c_str(), O_RDONLY);
+    if (fd < 0) return Status(errno, p);
+    struct stat st;
+    ::fstat(fd, &st);
+    if (buf->size() < static_cast<size_t>(st.st_size)) buf->resize(st.st_size);
+    ssize_t n = ::pread(fd, buf->data(), st.st_size, 0);
+    ::close(fd);
+    if (n < 0) return Status(errno, p);
+    return static_cast<size_t>(n);
+  }
+
+ private:
+  std::string dir_;
+};
+
+class SfsStore final : public Store {
+ public:
+  static Result<std::unique_ptr<SfsStore>> Make(const Args& a) {
+    client::Options o;
+    o.mds_address = a.mds;
+    SFS_ASSIGN_OR_RETURN(o.transport, client::ParseTransport(a.transport));
+    o.cache_ram = a.cache_ram;
+    SFS_ASSIGN_OR_RETURN(std::unique_ptr<client::Client> c, client::Client::Connect(o));
+    auto s = std::unique_ptr<SfsStore>(new SfsStore(std::move(c), a.dir));
+    Result<client::Attr> d = s->c_->ResolvePath(s->cred_, a.dir);
+    if (!d.ok() && d.status().code() == ENOENT && a.prepare) {
+      SFS_ASSIGN_OR_RETURN(client::Attr parent, s->c_->ResolvePath(s->cred_, ParentOf(a.dir)));
+      d = s->c_->Mkdir(s->cred_, parent.ino, BaseOf(a.dir), 0755);
+    }
+    if (!d.ok()) return d.status();
+    s->dir_ino_ = d->ino;
+    return s;
+  }
+  client::Client& client() { return *c_; }
+  const client::Cred& cred() const { return cred_; }
+  const std::string& dir() const { return dir_; }
+
+  Status Write(int i, std::span<const uint8_t> data) override {
+    client::Attr attr;
+    SFS_ASSIGN_OR_RETURN(std::shared_ptr<client::File> f,
+                         c_->Create(cred_, dir_ino_, NameOf(i), 0644, O_WRONLY | O_CREAT | O_TRUNC,
+                                    &attr));
+    Result<size_t> w = c_->Write(*f, 0, data);
+    Status closed = c_->Close(f);
+    if (!w.ok()) return w.status();
+    return closed;
+  }
+  Result<size_t> ReadWhole(int i, std::vector<uint8_t>* buf) override {
+    // Lookup + open: what a loader's open(path) costs through libsfs.
+    SFS_ASSIGN_OR_RETURN(client::Attr a, c_->Lookup(cred_, dir_ino_, NameOf(i)));
+    client::Attr attr;
+    SFS_ASSIGN_OR_RETURN(std::shared_ptr<client::File> f, c_->Open(cred_, a.ino, O_RDONLY, &attr));
+    if (buf->size() < attr.size) buf->resize(attr.size);
+    Result<size_t> n = c_->Read(*f, 0, std::span<uint8_t>(buf->data(), attr.size));
+    Status closed = c_->Close(f);
+    if (!n.ok()) return n.status();
+    if (!closed.ok()) return closed;
+    return *n;
+  }
+
+ private:
+  SfsStore(std::unique_ptr<client::Client> c, std::string dir)
+      : c_(std::move(c)), dir_(std::move(dir)) {
+    cred_.uid = getuid();
+    cred_.gid = getgid();
+  }
+  static std::string ParentOf(const std::string& p) {
+    size_t s = p.find_last_of('/');
+    return s == 0 || s == std::string::npos ? "/" : p.substr(0, s);
+  }
+  static std::string BaseOf(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }
+
+  std::unique_ptr<client::Client> c_;
+  client::Cred cred_;
+  std::string dir_;
+  uint64_t dir_ino_ = 0;
+};
+
+struct Epoch {
+  double seconds = 0, p50_ms = 0, p99_ms = 0, hit_rate = 0;
+  uint64_t bytes = 0, oss_bytes = 0;
+};
+
+int Fail(const std::string& what, const Status& st) {
+  std::fprintf(stderr, "sfs-bench train: %s: %s\n", what.c_str(), st.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int RunTrain(int argc, char** argv) {
+  Args a;
+  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!Parse(argc, argv, &a)) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::unique_ptr<Store> store;
+  SfsStore* sfs = nullptr;
+  if (a.mds.empty()) {
+    store = std::make_unique<PosixStore>(a.dir);
+  } else {
+    auto s = SfsStore::Make(a);
+    if (!s.ok()) return Fail(a.dir, s.status());
+    sfs = s->get();
+    store = std::move(*s);
+  }
+  uint64_t dataset = 0;
+  for (int i = 0; i < a.files; ++i) dataset += SizeOf(a.seed, i);
+  if (a.prepare) {
+    std::vector<uint8_t> buf;
+    for (int i = 0; i < a.files; ++i) {
+      buf.resize(SizeOf(a.seed, i));
+      std::mt19937_64 r(a.seed ^ (static_cast<uint64_t>(i) << 20));
+      for (size_t j = 0; j + 8 <= buf.size(); j += 8) {
+        uint64_t v = j == 0 ? static_cast<uint64_t>(i) : r();
+        std::memcpy(buf.data() + j, &v, 8);
+      }
+      Status st = store->Write(i, buf);
+      if (!st.ok()) return Fail("prepare " + NameOf(i), st);
+    }
+  }
+  std::vector<Epoch> epochs;
+  for (int e = 0; e < a.epochs; ++e) {
+    std::vector<int> order(a.files);
+    for (int i = 0; i < a.files; ++i) order[i] = i;
+    std::mt19937_64 rng(a.seed * 1000003 + static_cast<uint64_t>(e));
+    std::shuffle(order.begin(), order.end(), rng);
+    client::CacheStats before;
+    if (sfs != nullptr && a.cache_ram > 0) {
+      if (a.hint) {
+        // One cache per process: the hint is the whole epoch in the order the
+        // K threads together read it (worker w takes order[w], order[w+K]...).
+        std::vector<client::PrefetchItem> items;
+        items.reserve(order.size());
+        for (int i : order) items.push_back({sfs->dir() + "/" + NameOf(i), 0, UINT64_MAX});
+        Status st = sfs->client().Prefetch(sfs->cred(), std::move(items));
+        if (!st.ok()) return Fail("prefetch", st);
+      }
+      before = *sfs->client().CacheStatus();
+    }
+    std::vector<std::vector<double>> lat(a.workers);
+    std::atomic<uint64_t> bytes{0};
+    std::mutex err_mu;
+    Status err;
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int w = 0; w < a.workers; ++w) {
+      threads.emplace_back([&, w] {
+        std::vector<uint8_t> buf(256 << 10);
+        for (size_t k = w; k < order.size(); k += a.workers) {
+          auto t1 = std::chrono::steady_clock::now();
+          Result<size_t> n = store->ReadWhole(order[k], &buf);
+          lat[w].push_back(Since(t1) * 1e3);
+          uint64_t id = 0;
+          if (n.ok() && *n >= 8) std::memcpy(&id, buf.data(), 8);
+          Status st = !n.ok() ? n.status()
+                      : (*n != SizeOf(a.seed, order[k]) || id != static_cast<uint64_t>(order[k]))
+                          ? Status(EIO, NameOf(order[k]) + ": wrong size or bytes (--prepare?)")
+                          : Status();
+          if (!st.ok()) {
+            std::lock_guard<std::mutex> l(err_mu);
+            if (err.ok()) err = st;
+            return;
+          }
+          bytes += *n;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    Epoch ep;
+    ep.seconds = Since(t0);
+    if (!err.ok()) return Fail("epoch " + std::to_string(e + 1), err);
+    ep.bytes = bytes;
+    ep.oss_bytes = bytes;
+    if (sfs != nullptr && a.cache_ram > 0) {
+      client::CacheStats after = *sfs->client().CacheStatus();
+      uint64_t hits = after.hits - before.hits, misses = after.misses - before.misses;
+      ep.hit_rate = hits + misses ? static_cast<double>(hits) / (hits + misses) : 0;
+      // Fetched from OSSes: what readers missed plus what the prefetcher brought.
+      ep.oss_bytes = (after.miss_bytes - before.miss_bytes) +
+                     (after.prefetched_bytes - before.prefetched_bytes);
+    }
+    std::vector<double> all;
+    for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
+    std::sort(all.begin(), all.end());
+    ep.p50_ms = all[all.size() / 2];
+    ep.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
+    epochs.push_back(ep);
+  }
+  const char* mode = sfs == nullptr ? "posix" : a.cache_ram == 0 ? "no-cache"
+                                               : a.hint ? "cache+hint" : "cache-lru";
+  if (a.json) {
+    std::printf("{\"mode\": \"%s\", \"files\": %d, \"workers\": %d, \"dataset_bytes\": %llu, "
+                "\"cache_bytes\": %llu, \"epochs\": [",
+                mode, a.files, a.workers, static_cast<unsigned long long>(dataset),
+                static_cast<unsigned long long>(a.cache_ram));
+    for (size_t e = 0; e < epochs.size(); ++e) {
+      const Epoch& ep = epochs[e];
+      std::printf("%s{\"seconds\": %.4f, \"samples_per_s\": %.1f, \"hit_rate\": %.4f, "
+                  "\"oss_bytes\": %llu, \"p50_ms\": %.3f, \"p99_ms\": %.3f}",
+                  e ? ", " : "", ep.seconds, a.files / ep.seconds, ep.hit_rate,
+                  static_cast<unsigned long long>(ep.oss_bytes), ep.p50_ms, ep.p99_ms);
+    }
+    std::printf("]}\n");
+  } else {
+    std::printf("train: %s, %d files (%.1f MiB), %d workers, cache %.1f MiB\n", mode, a.files,
+                dataset / 1048576.0, a.workers, a.cache_ram / 1048576.0);
+    for (size_t e = 0; e < epochs.size(); ++e) {
+      const Epoch& ep = epochs[e];
+      std::printf("  epoch %zu  %8.3f s  %9.1f samples/s  hit %5.1f%%  OSS %.2fx dataset  "
+                  "p50 %.3f ms  p99 %.3f ms\n",
+                  e + 1, ep.seconds, a.files / ep.seconds, 100 * ep.hit_rate,
+                  static_cast<double>(ep.oss_bytes) / dataset, ep.p50_ms, ep.p99_ms);
+    }
+  }
+  return 0;
+}
+
+}  // namespace sfs::bench
