@@ -8,7 +8,7 @@
 // before its commit, with a transno; clients keep what is not committed yet
 // and replay it after a restart (replay_ops.cc), so nothing acknowledged is
 // lost to a power cut; the commit thread runs every --commit-interval-ms
-// (default 200 then). --replay off: --commit-interval-ms 0 (the default
+// (default 1000 then). --replay off: --commit-interval-ms 0 (the default
 // then) commits every change before its reply; N > 0 acknowledges first and
 // commits every N ms (loses up to N ms on power loss); see
 // docs/durability.md. --inline
@@ -53,7 +53,7 @@ constexpr const char* kDefaultConfig = "/etc/stripefs/mds.conf";
 constexpr const char* kUsage =
     "usage: sfs-mds [--config FILE (default /etc/stripefs/mds.conf)] --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
     "[--replay on|off (default on)] [--recovery-window-ms N (default 5000)] "
-    "[--commit-interval-ms N (default 200 with replay; without, 0 = commit before every reply)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
+    "[--commit-interval-ms N (default 1000 with replay; without, 0 = commit before every reply)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
     "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N] [--rebuild-mibps N] "
     "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)] "
     "[--cluster-key FILE (mode 0600: sign capabilities the OSSes check)]";
