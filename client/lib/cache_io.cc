@@ -101,13 +101,20 @@ Status CacheFill(DataCache& cache, Striper& striper, const File& f, uint64_t siz
   return Gather(cache, striper, f, size, off / kB, (end - 1) / kB, false, &blocks);
 }
 
-uint64_t MissingBytes(DataCache& cache, const File& f, uint64_t size, uint64_t off, uint64_t end) {
+uint64_t MissingBytes(DataCache& cache, uint64_t ino, uint64_t version, uint64_t size,
+                      uint64_t off, uint64_t end) {
   end = std::min(end, size);
   uint64_t missing = 0;
   for (uint64_t i = off / kB; off < end && i <= (end - 1) / kB; ++i) {
-    if (!cache.Contains(KeyOf(f, i))) missing += LenOf(size, i);
+    if (!cache.Contains(BlockKey{.ino = ino, .version = version, .index = i})) {
+      missing += LenOf(size, i);
+    }
   }
   return missing;
+}
+
+uint64_t MissingBytes(DataCache& cache, const File& f, uint64_t size, uint64_t off, uint64_t end) {
+  return MissingBytes(cache, f.ino_, f.data_version_, size, off, end);
 }
 
 }  // namespace sfs::client

@@ -25,5 +25,8 @@ Status CacheFill(DataCache& cache, Striper& striper, const File& f, uint64_t siz
 
 // Bytes of [off, end) of f's blocks that the cache does not hold.
 uint64_t MissingBytes(DataCache& cache, const File& f, uint64_t size, uint64_t off, uint64_t end);
+// The same for inode ino at data version `version`, without an open.
+uint64_t MissingBytes(DataCache& cache, uint64_t ino, uint64_t version, uint64_t size,
+                      uint64_t off, uint64_t end);
 
 }  // namespace sfs::client

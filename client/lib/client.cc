@@ -1084,6 +1084,13 @@ Prefetcher::Outcome Client::Impl::PrefetchOne(Client& self, const Cred& c,
   const uint64_t end = it.length >= a->size - std::min(a->size, it.offset)
                            ? a->size
                            : it.offset + it.length;
+  // Held already at the version the lookup shows: no open, no fetch. (A
+  // version changed since is caught by the reader's own open, which then
+  // misses; nothing stale is served.)
+  if (a->data_version != 0 && MissingBytes(*cache, a->ino, a->data_version, a->size, it.offset,
+                                           end) == 0) {
+    return Prefetcher::Outcome::kDone;
+  }
   Result<std::shared_ptr<File>> f = self.Open(c, a->ino, O_RDONLY, nullptr);
   if (!f.ok()) return skip();
   (*f)->prefetch_ = true;
