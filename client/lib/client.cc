@@ -223,6 +223,7 @@ Result<std::shared_ptr<File>> Client::Impl::FinishOpen(const Cred& c, int flags,
   auto f = std::make_shared<File>();
   f->ino_ = r.attr.ino;
   f->open_id_ = r.open_id;
+  f->created_ = r.created;
   f->flags_ = flags;
   f->layout_ = std::move(r.layout);
   f->cred_ = c;

@@ -310,11 +310,14 @@ class File {
   const LayoutSpec& layout() const { return layout_; }
   // Highest size this client knows of: the MDS size at open, raised by writes.
   uint64_t size() const;
+  // This open made the file (O_CREAT on an absent name): it has no xattrs yet.
+  bool created() const { return created_; }
 
   // Owned by libsfs (client.cc); not for callers.
   uint64_t ino_ = 0;
   uint64_t open_id_ = 0;
   int flags_ = 0;
+  bool created_ = false;
   LayoutSpec layout_;
   Cred cred_;                  // the opener's; used for Flush/Close/O_TRUNC
   mutable std::mutex mu_;

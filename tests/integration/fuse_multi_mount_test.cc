@@ -117,6 +117,21 @@ TEST_F(MultiMountTest, AWriteStripsACapabilitySetThroughTheSameMountWhileTheFile
   close(fd);
 }
 
+// A file the open created is known to have no capability (its first write
+// does not ask the MDS); one set through the same mount while it is open is
+// still stripped by the next write.
+TEST_F(MultiMountTest, AWriteStripsACapabilitySetOnAFileThisOpenCreated) {
+  int fd = open(On(1, "capnew").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(WriteOneByte(fd));
+  ASSERT_TRUE(SetCap(On(1, "capnew"))) << strerror(errno);
+  ASSERT_TRUE(HasCap(On(0, "capnew")));
+  ASSERT_TRUE(WriteOneByte(fd));
+  EXPECT_FALSE(HasCap(On(1, "capnew")));
+  EXPECT_FALSE(HasCap(On(0, "capnew")));
+  close(fd);
+}
+
 TEST_F(MultiMountTest, TwoMountsCreatingTheSameNameWithoutOExclBothSucceed) {
   for (int round = 0; round < 50; ++round) {
     std::string name = "race-" + std::to_string(round);
