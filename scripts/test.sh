@@ -18,7 +18,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 # RDMA suites; libnetfilter-queue: netfault_test's delayer), or when a
 # meson.build stops finding the daemons' targets. Each must be in the build.
 required=(fuse_unit_test fuse_posix_test fuse_random_ops_test fuse_multi_mount_test
-          fuse_lease_test fuse_close_test fuse_programs_test fuse_fault_test fuse_mirror_test
+          fuse_lease_test fuse_statahead_test fuse_close_test fuse_programs_test fuse_fault_test fuse_mirror_test
           fuse_write_behind_test fuse_wire_flags_test fuse_lock_test cli_test recovery_test
           overload_memory_test lossyfs_test power_loss_test fuse_space_test fence_test bench_cluster_test netfault_test
           metrics_test metrics_integration_test config_test python_binding_test auth_test capability_test qos_integration_test fuse_ec_test

@@ -105,7 +105,12 @@ Result<size_t> FuseOps::FillDir(fuse_req_t req, fuse_ino_t ino, off_t off, bool 
       if (!e.ok() || *e == nullptr) break;
       entry = *e;
       em = Emit{entry->name.c_str(), entry->ino, entry->type};
-      if (plus && entry->attr.has_value()) em.attr = &*entry->attr;
+      if (plus && entry->attr.has_value()) {
+        // The page may be older than this reply: its leases are not timed
+        // from here, so the kernel gets the lease-less timeouts.
+        entry->attr->lease_ms = 0;
+        em.attr = &*entry->attr;
+      }
     }
     size_t room = buf.size() - used;
     size_t need = AddDirEntry(req, buf.data() + used, room, em, static_cast<off_t>(pos + 1),

@@ -108,7 +108,23 @@ client::Cred CredOf(fuse_req_t req) {
 }
 
 FuseOps::FuseOps(std::unique_ptr<client::Client> client, FuseOptions opts)
-    : client_(std::move(client)), opts_(opts) {}
+    : client_(std::move(client)), opts_(opts) {
+  if (opts_.leases && opts_.statahead) {
+    statahead_ = std::make_unique<StatAhead>(
+        [this](const client::Cred& c, uint64_t dir, std::string_view after) {
+          return client_->Readdir(c, dir, after, StatAhead::kPageEntries, /*with_attrs=*/true);
+        });
+  }
+}
+
+void FuseOps::LocalChange() {
+  if (statahead_ != nullptr) statahead_->Clear();
+}
+
+void FuseOps::LocalChange(const fuse_file_info* fi) {
+  if (statahead_ == nullptr || fi == nullptr || fi->fh == 0) return;
+  if ((FileOfHandle(fi)->flags_ & O_ACCMODE) != O_RDONLY) statahead_->Clear();
+}
 
 // With leases on, a directory's reply without a lease (the watch is not
 // active yet or again, or the reply raced a change) is cached no longer than
@@ -145,6 +161,7 @@ void FuseOps::StopLeases() {
 // A directory named by the item stops being complete before the kernel
 // hears of it, so no LOOKUP answered here afterwards misses the change.
 void FuseOps::Invalidate(const client::Invalidation& i) {
+  if (statahead_ != nullptr) statahead_->Clear();
   dirs_.Forget(i.ino);
   if (i.parent != 0) dirs_.Forget(i.parent);
   std::lock_guard<std::mutex> l(notify_mu_);
@@ -264,6 +281,13 @@ void FuseOps::OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     double absent = dirs_.AbsentFor(parent, name);
     if (absent > 0) return ReplyAbsent(req, absent);
   }
+  if (statahead_ != nullptr && !dots) {
+    client::Attr held;
+    if (statahead_->Take(parent, name, &held)) {
+      client::Attr a = client_->WithLocal(std::move(held));
+      if (a.lease_ms > 0) return ReplyEntry(req, a);  // else open for writing here: ask
+    }
+  }
   const auto sent = CompleteDirs::Clock::now();
   uint32_t absent_ms = 0;
   Result<client::Attr> a =
@@ -274,6 +298,7 @@ void FuseOps::OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     if (a.status().code() == ENOENT && left > 0) return ReplyAbsent(req, left);
     return ReplyStatus(req, a.status());
   }
+  if (statahead_ != nullptr && !dots && a->lease_ms > 0) statahead_->NoteMiss(parent, CredOf(req));
   ReplyEntry(req, *a);
 }
 
@@ -500,6 +525,7 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     };
     o.setattr = [](fuse_req_t r, fuse_ino_t i, struct stat* s, int v, fuse_file_info* f) {
       FuseOpScope scope = Track(r, FuseOp::kSetattr);
+      Self(r)->LocalChange();
       Self(r)->OnSetAttr(r, i, s, v, f);
     };
     o.readlink = [](fuse_req_t r, fuse_ino_t i) {
@@ -508,39 +534,48 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     };
     o.mknod = [](fuse_req_t r, fuse_ino_t p, const char* n, mode_t m, dev_t d) {
       FuseOpScope scope = Track(r, FuseOp::kMknod);
+      Self(r)->LocalChange();
       Self(r)->OnMknod(r, p, n, m, d);
     };
     o.mkdir = [](fuse_req_t r, fuse_ino_t p, const char* n, mode_t m) {
       FuseOpScope scope = Track(r, FuseOp::kMkdir);
+      Self(r)->LocalChange();
       Self(r)->OnMkdir(r, p, n, m);
     };
     o.unlink = [](fuse_req_t r, fuse_ino_t p, const char* n) {
       FuseOpScope scope = Track(r, FuseOp::kUnlink);
+      Self(r)->LocalChange();
       Self(r)->OnUnlink(r, p, n);
     };
     o.rmdir = [](fuse_req_t r, fuse_ino_t p, const char* n) {
       FuseOpScope scope = Track(r, FuseOp::kRmdir);
+      Self(r)->LocalChange();
       Self(r)->OnRmdir(r, p, n);
     };
     o.symlink = [](fuse_req_t r, const char* t, fuse_ino_t p, const char* n) {
       FuseOpScope scope = Track(r, FuseOp::kSymlink);
+      Self(r)->LocalChange();
       Self(r)->OnSymlink(r, t, p, n);
     };
     o.rename = [](fuse_req_t r, fuse_ino_t p, const char* n, fuse_ino_t np, const char* nn,
                   unsigned int fl) {
       FuseOpScope scope = Track(r, FuseOp::kRename);
+      Self(r)->LocalChange();
       Self(r)->OnRename(r, p, n, np, nn, fl);
     };
     o.link = [](fuse_req_t r, fuse_ino_t i, fuse_ino_t np, const char* nn) {
       FuseOpScope scope = Track(r, FuseOp::kLink);
+      Self(r)->LocalChange();
       Self(r)->OnLink(r, i, np, nn);
     };
     o.open = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
       FuseOpScope scope = Track(r, FuseOp::kOpen);
+      if ((f->flags & O_ACCMODE) != O_RDONLY || (f->flags & O_TRUNC) != 0) Self(r)->LocalChange();
       Self(r)->OnOpen(r, i, f);
     };
     o.create = [](fuse_req_t r, fuse_ino_t p, const char* n, mode_t m, fuse_file_info* f) {
       FuseOpScope scope = Track(r, FuseOp::kCreate);
+      Self(r)->LocalChange();
       Self(r)->OnCreate(r, p, n, m, f);
     };
     o.read = [](fuse_req_t r, fuse_ino_t i, size_t s, off_t off, fuse_file_info* f) {
@@ -549,14 +584,17 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     };
     o.write_buf = [](fuse_req_t r, fuse_ino_t i, fuse_bufvec* b, off_t off, fuse_file_info* f) {
       FuseOpScope scope = Track(r, FuseOp::kWriteBuf, 0, fuse_buf_size(b));
+      Self(r)->LocalChange();
       Self(r)->OnWriteBuf(r, i, b, off, f);
     };
     o.flush = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
       FuseOpScope scope = Track(r, FuseOp::kFlush);
+      Self(r)->LocalChange(f);
       Self(r)->OnFlush(r, i, f);
     };
     o.release = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
       FuseOpScope scope = Track(r, FuseOp::kRelease);
+      Self(r)->LocalChange(f);
       Self(r)->OnRelease(r, i, f);
     };
     o.getlk = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f, struct flock* l) {
@@ -573,10 +611,12 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     };
     o.fsync = [](fuse_req_t r, fuse_ino_t i, int d, fuse_file_info* f) {
       FuseOpScope scope = Track(r, FuseOp::kFsync);
+      Self(r)->LocalChange(f);
       Self(r)->OnFsync(r, i, d, f);
     };
     o.fallocate = [](fuse_req_t r, fuse_ino_t i, int m, off_t off, off_t len, fuse_file_info* f) {
       FuseOpScope scope = Track(r, FuseOp::kFallocate);
+      Self(r)->LocalChange();
       Self(r)->OnFallocate(r, i, m, off, len, f);
     };
     o.lseek = [](fuse_req_t r, fuse_ino_t i, off_t off, int w, fuse_file_info* f) {
@@ -586,6 +626,7 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     o.copy_file_range = [](fuse_req_t r, fuse_ino_t ii, off_t oi, fuse_file_info* fi, fuse_ino_t io,
                            off_t oo, fuse_file_info* fo, size_t n, int fl) {
       FuseOpScope scope = Track(r, FuseOp::kCopyFileRange);
+      Self(r)->LocalChange();
       Self(r)->OnCopyFileRange(r, ii, oi, fi, io, oo, fo, n, fl);
     };
     o.opendir = [](fuse_req_t r, fuse_ino_t i, fuse_file_info* f) {
@@ -614,6 +655,7 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     };
     o.setxattr = [](fuse_req_t r, fuse_ino_t i, const char* n, const char* v, size_t s, int fl) {
       FuseOpScope scope = Track(r, FuseOp::kSetxattr);
+      Self(r)->LocalChange();
       Self(r)->OnSetXattr(r, i, n, v, s, fl);
     };
     o.getxattr = [](fuse_req_t r, fuse_ino_t i, const char* n, size_t s) {
@@ -626,6 +668,7 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     };
     o.removexattr = [](fuse_req_t r, fuse_ino_t i, const char* n) {
       FuseOpScope scope = Track(r, FuseOp::kRemovexattr);
+      Self(r)->LocalChange();
       Self(r)->OnRemoveXattr(r, i, n);
     };
     // No access: default_permissions makes the kernel check.

@@ -102,6 +102,7 @@
 #include "client/fuse/fuse_metrics.h"
 #include "client/fuse/node_table.h"
 #include "client/fuse/read_buffers.h"
+#include "client/fuse/stat_ahead.h"
 #include "client/lib/client.h"
 
 namespace sfs::fuse {
@@ -127,6 +128,9 @@ struct FuseOptions {
   // the kernel took FUSE_DIRECT_IO_ALLOW_MMAP (wire_flags.h), so they can
   // still be mmapped. -o rdwr_cache: they use the page cache.
   bool rdwr_direct = true;
+  // With leases: list a directory ahead of a run of LOOKUPs in it
+  // (stat_ahead.h). -o nostatahead: one MDS lookup per name.
+  bool statahead = true;
 };
 
 class WireFlags;  // wire_flags.h
@@ -151,6 +155,8 @@ class FuseOps {
 
   const NodeTable& nodes() const { return nodes_; }
   const CompleteDirs& complete_dirs() const { return dirs_; }
+  // Null with -o noleases or -o nostatahead.
+  const StatAhead* statahead() const { return statahead_.get(); }
 
   void OnInit(fuse_conn_info* conn);
   // Names, attributes, xattrs (fuse_ops.cc).
@@ -228,6 +234,11 @@ class FuseOps {
     uint64_t epoch = 0;
   };
   OpStart Begin() const { return {CompleteDirs::Clock::now(), dirs_.Epoch()}; }
+  // A change of names or attributes through this mount (the MDS revokes no
+  // lease of ours for it): the statahead forgets what it holds. With fi:
+  // only for a handle open for writing.
+  void LocalChange();
+  void LocalChange(const fuse_file_info* fi);
   // After a change of a name in dir through this mount: what CompleteDirs
   // must learn from the reply a (null on error) or dir_attr (a failure may
   // have changed anything: it forgets dir).
@@ -275,6 +286,7 @@ class FuseOps {
   FuseMetrics* metrics_ = nullptr;
   NodeTable nodes_;
   CompleteDirs dirs_;
+  std::unique_ptr<StatAhead> statahead_;
   // READ reply buffers of max_write bytes; 32 idle at most (32 MiB at the
   // default 1 MiB; read_buffers.h).
   ReadBuffers read_buffers_{opts_.max_write, 32};

@@ -36,6 +36,7 @@ struct RawArgs {
   unsigned close_delay_ms = 10;
   int splice_write = 0;
   int noleases = 0;
+  int nostatahead = 0;
   int nolocks = 0;
   int nowireflags = 0;
   int rdwr_cache = 0;
@@ -74,6 +75,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("close_delay_ms=%u", close_delay_ms, 0),
     SFS_OPT("splice_write", splice_write, 1),
     SFS_OPT("noleases", noleases, 1),
+    SFS_OPT("nostatahead", nostatahead, 1),
     SFS_OPT("nolocks", nolocks, 1),
     SFS_OPT("nowireflags", nowireflags, 1),
     SFS_OPT("rdwr_cache", rdwr_cache, 1),
@@ -191,6 +193,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.fuse.file_entry_timeout = raw.file_entry_timeout;
   out.fuse.splice_write = raw.splice_write != 0;
   out.fuse.leases = raw.noleases == 0;
+  out.fuse.statahead = raw.nostatahead == 0;
   out.fuse.locks = raw.nolocks == 0;
   out.client.leases = out.fuse.leases;
   out.client.mds_address = out.mds_address;
@@ -337,6 +340,8 @@ std::string MountUsage() {
          "                          (by default they are cached as long as the MDS's lease,\n"
          "                          and changes from other nodes invalidate them first)\n"
          "  -o nolocks              fcntl/flock locks per mount (the kernel's), not cluster-wide\n"
+         "  -o nostatahead          no statahead: with leases, a run of lookups in a directory\n"
+         "                          otherwise lists it (with attributes) ahead of them\n"
          "  -o cache_dir=DIR        client cache of file data in DIR, kept across mounts\n"
          "                          (docs/cache.md); off by default\n"
          "  -o cache_size=SIZE      bound of cache_dir (K/M/G; default 1G)\n"

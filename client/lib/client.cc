@@ -536,6 +536,11 @@ Result<Attr> Client::Lookup(const Cred& c, uint64_t parent, std::string_view nam
   return impl_->MergeLocal(std::move(a), false);
 }
 
+Attr Client::WithLocal(Attr a) {
+  if (S_ISREG(a.mode)) impl_->WaitWrites(a.ino);
+  return impl_->MergeLocal(std::move(a), false);
+}
+
 Attr Client::Impl::MergeLocal(Attr a, bool all_handles) {
   if (!S_ISREG(a.mode)) return a;
   for (const std::shared_ptr<File>& f : OpenFiles(a.ino)) {

@@ -353,6 +353,10 @@ class Client {
   Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name,
                       uint32_t* absent_lease_ms = nullptr);
   Result<Attr> GetAttr(const Cred& c, uint64_t ino);
+  // Attributes the MDS gave earlier (a listing's), as a Lookup now would
+  // give them: this client's unreported writes merged in (after waiting for
+  // its write-behind), and no lease while it has the file open for writing.
+  Attr WithLocal(Attr a);
   // via: the open handle the change comes through (ftruncate). A handle opened
   // for writing may truncate whatever the mode bits say now, as ftruncate(2) may.
   Result<Attr> SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& args,

@@ -656,10 +656,14 @@ Result<DirPage> MdsClient::Readdir(const Cred& c, uint64_t ino, std::string_view
   SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
   DirPage page;
   page.eof = resp.readdir().eof();
-  if (invalidations_.load() == invals) page.dir_lease_ms = resp.parent_lease_ms();
+  const bool leased = invalidations_.load() == invals;
+  if (leased) page.dir_lease_ms = resp.parent_lease_ms();
   page.entries.reserve(resp.readdir().entries_size());
   for (const proto::DirEntry& e : resp.readdir().entries()) {
     page.entries.push_back(FromProto(e, with_attrs));
+    if (leased && page.entries.back().attr.has_value()) {
+      page.entries.back().attr->lease_ms = e.lease_ms();
+    }
   }
   return page;
 }

@@ -223,6 +223,13 @@ void MdsService::GrantLease(const MdsRequest& r, uint64_t tick, MdsResponse* res
     resp->mutable_attr()->set_lease_ms(leases_->Grant(r.client_id(), resp->attr().attr().ino(), tick));
   } else if (resp->has_open() && S_ISREG(resp->open().attr().mode())) {
     resp->mutable_open()->set_lease_ms(leases_->Grant(r.client_id(), resp->open().attr().ino(), tick));
+  } else if (resp->has_readdir() && resp->parent_lease_ms() > 0) {
+    // A listing with attributes (sfs-mount's statahead): each entry's too.
+    for (proto::DirEntry& e : *resp->mutable_readdir()->mutable_entries()) {
+      if (e.has_attr() && leased(e.attr().mode())) {
+        e.set_lease_ms(leases_->Grant(r.client_id(), e.ino(), tick));
+      }
+    }
   }
 }
 

@@ -1,0 +1,148 @@
+// StatAhead (stat_ahead.h): the listing worker and the entry cache.
+#include "client/fuse/stat_ahead.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace sfs::fuse {
+
+StatAhead::StatAhead(ListFn list) : list_(std::move(list)), worker_([this] { Run(); }) {}
+
+StatAhead::~StatAhead() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void StatAhead::NoteMiss(uint64_t dir, const client::Cred& cred) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (dir != counting_dir_) {
+      counting_dir_ = dir;
+      misses_ = 0;
+    }
+    if (++misses_ < kTrigger || busy_ || !jobs_.empty()) return;
+    auto it = listed_.find(dir);
+    if (it != listed_.end() && it->second.epoch == epoch_ &&
+        Clock::now() - it->second.at < kRelistAfter) {
+      return;
+    }
+    misses_ = 0;
+    jobs_.push_back(Job{dir, cred});
+  }
+  cv_.notify_all();
+}
+
+bool StatAhead::Take(uint64_t dir, std::string_view name, client::Attr* out) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto d = dirs_.find(dir);
+  if (d == dirs_.end()) return false;
+  auto e = d->second.find(std::string(name));
+  if (e == d->second.end()) return false;
+  const auto now = Clock::now();
+  bool live = e->second.expires > now;
+  if (live) {
+    *out = std::move(e->second.attr);
+    out->lease_ms = static_cast<uint32_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(e->second.expires - now).count());
+    live = out->lease_ms > 0;
+  }
+  d->second.erase(e);
+  --entries_;
+  if (d->second.empty()) dirs_.erase(d);
+  if (live) ++hits_;
+  return live;
+}
+
+void StatAhead::Clear() {
+  std::lock_guard<std::mutex> l(mu_);
+  ++epoch_;
+  misses_ = 0;
+  if (entries_ == 0) return;
+  dirs_.clear();
+  entries_ = 0;
+}
+
+size_t StatAhead::size() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return entries_;
+}
+
+uint64_t StatAhead::listings() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return listings_;
+}
+
+uint64_t StatAhead::hits() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return hits_;
+}
+
+void StatAhead::WaitIdle() {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return stop_ || (!busy_ && jobs_.empty()); });
+}
+
+void StatAhead::Run() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (true) {
+    cv_.wait(l, [&] { return stop_ || !jobs_.empty(); });
+    if (stop_) return;
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    busy_ = true;
+    ++listings_;
+    l.unlock();
+    List(job);
+    l.lock();
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+void StatAhead::List(const Job& job) {
+  std::string after;
+  uint64_t epoch = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    epoch = epoch_;
+  }
+  for (int page = 0; page < kMaxPages; ++page) {
+    const auto sent = Clock::now();
+    Result<client::DirPage> p = list_(job.cred, job.dir, after);
+    if (!p.ok() || p->entries.empty()) break;
+    after = p->entries.back().name;
+    const bool eof = p->eof;
+    if (!Fill(job.dir, *p, sent, epoch) || eof) break;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  listed_[job.dir] = Listed{epoch, Clock::now()};
+  if (listed_.size() > 4096) listed_.clear();
+}
+
+bool StatAhead::Fill(uint64_t dir, client::DirPage& page, Clock::time_point sent,
+                     uint64_t epoch) {
+  if (page.dir_lease_ms == 0) return false;  // no lease on the names: nothing to keep
+  std::lock_guard<std::mutex> l(mu_);
+  if (stop_ || epoch != epoch_) return false;
+  auto& names = dirs_[dir];
+  for (client::DirEntry& e : page.entries) {
+    if (entries_ >= kMaxEntries) return false;
+    if (!e.attr.has_value() || e.attr->lease_ms == 0) continue;
+    if (!S_ISREG(e.attr->mode) && !S_ISDIR(e.attr->mode)) continue;
+    const uint32_t ms = std::min(e.attr->lease_ms, page.dir_lease_ms);
+    auto [it, added] = names.try_emplace(std::move(e.name));
+    it->second.attr = std::move(*e.attr);
+    it->second.expires = sent + std::chrono::milliseconds(ms);
+    if (added) ++entries_;
+  }
+  if (names.empty()) dirs_.erase(dir);
+  return true;
+}
+
+}  // namespace sfs::fuse

@@ -1,0 +1,115 @@
+// StatAhead: sfs-mount's statahead (Lustre's llite statahead, the kernel's
+// READDIRPLUS for stat(2) after stat(2)). When a directory's names are looked
+// up one after another at the MDS (mdtest -T, `find -size`, a training
+// loader's first pass over a dataset directory), a worker lists the
+// directory with attributes, 1024 entries a request, and the next LOOKUPs
+// there are answered from that listing instead of one MDS round trip each.
+//
+// Correctness rests on the MDS's leases (docs/protocol.md, "Metadata
+// leases"): a listing with attributes carries a lease on the directory (its
+// names) and one on each regular file's and directory's attributes, so any
+// other client's change to one revokes it here first (Clear, from
+// FuseOps::Invalidate) before that change returns. An entry is kept no longer
+// than the shorter of its two leases, timed from when the page was asked
+// for; entries without both leases are not kept. Changes through this mount
+// revoke nothing (the MDS spares the requester), so every operation that
+// changes a name or attributes here clears the whole cache first (Clear,
+// from FuseOps), and a page in flight across a Clear is dropped (Epoch).
+// An entry is handed out once (Take): the kernel then holds it under its
+// own entry timeout, as for any LOOKUP reply. Callers merge the client's
+// own unreported writes into the attributes (libsfs Client::WithLocal),
+// as a LOOKUP's reply is merged.
+//
+// Trigger: kTrigger positive LOOKUPs answered by the MDS in one directory
+// with no Clear between them (a lookup-then-unlink loop never lists).
+// Bounds: one directory listed at a time, kMaxPages pages a listing,
+// kMaxEntries entries held in all; past them, lookups go to the MDS.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+
+#include "client/lib/client.h"
+#include "common/status.h"
+
+namespace sfs::fuse {
+
+class StatAhead {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // One page of dir with attributes, names after `after` (libsfs Readdir).
+  using ListFn = std::function<Result<client::DirPage>(const client::Cred& cred, uint64_t dir,
+                                                       std::string_view after)>;
+  static constexpr int kTrigger = 8;
+  static constexpr int kMaxPages = 64;
+  static constexpr uint32_t kPageEntries = 1024;
+  static constexpr size_t kMaxEntries = 256 * 1024;
+  static constexpr std::chrono::seconds kRelistAfter{2};
+
+  explicit StatAhead(ListFn list);
+  ~StatAhead();
+  StatAhead(const StatAhead&) = delete;
+  StatAhead& operator=(const StatAhead&) = delete;
+
+  // A positive LOOKUP in dir was answered by the MDS, for cred: may start a
+  // listing of dir on the worker.
+  void NoteMiss(uint64_t dir, const client::Cred& cred);
+  // The entry for name in dir, if held and within its leases: moved to *out,
+  // with out->lease_ms set to what is left of it. False otherwise.
+  bool Take(uint64_t dir, std::string_view name, client::Attr* out);
+  // Forgets every entry and every count (see above).
+  void Clear();
+
+  // For tests and metrics.
+  size_t size() const;
+  uint64_t listings() const;
+  uint64_t hits() const;
+  // Blocks until the worker is idle (tests).
+  void WaitIdle();
+
+ private:
+  struct Entry {
+    client::Attr attr;
+    Clock::time_point expires;
+  };
+  struct Job {
+    uint64_t dir = 0;
+    client::Cred cred;
+  };
+  void Run();
+  void List(const Job& job);
+  // Keeps page's entries unless a Clear came after epoch. False: stop.
+  bool Fill(uint64_t dir, client::DirPage& page, Clock::time_point sent, uint64_t epoch);
+
+  ListFn list_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<uint64_t, std::unordered_map<std::string, Entry>> dirs_;  // GUARDED_BY(mu_)
+  size_t entries_ = 0;            // GUARDED_BY(mu_)
+  uint64_t epoch_ = 0;            // GUARDED_BY(mu_): bumped by Clear
+  uint64_t counting_dir_ = 0;     // GUARDED_BY(mu_): the directory of the last misses
+  int misses_ = 0;                // GUARDED_BY(mu_): in a row there
+  struct Listed {
+    uint64_t epoch = 0;
+    Clock::time_point at;
+  };
+  // GUARDED_BY(mu_): when each directory was last listed, at which epoch; it
+  // is listed again only after a Clear or kRelistAfter.
+  std::unordered_map<uint64_t, Listed> listed_;
+  std::deque<Job> jobs_;          // GUARDED_BY(mu_)
+  bool busy_ = false;             // GUARDED_BY(mu_)
+  bool stop_ = false;             // GUARDED_BY(mu_)
+  uint64_t listings_ = 0;         // GUARDED_BY(mu_)
+  uint64_t hits_ = 0;             // GUARDED_BY(mu_)
+  std::thread worker_;
+};
+
+}  // namespace sfs::fuse

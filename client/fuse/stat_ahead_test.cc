@@ -1,0 +1,169 @@
+// StatAhead: when a run of lookups lists a directory ahead, what it keeps,
+// and what forgets it.
+#include "client/fuse/stat_ahead.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace sfs::fuse {
+namespace {
+
+constexpr uint64_t kDir = 7;
+
+client::DirEntry File(const std::string& name, uint64_t ino, uint32_t lease_ms) {
+  client::DirEntry e;
+  e.name = name;
+  e.ino = ino;
+  e.type = DT_REG;
+  client::Attr a;
+  a.ino = ino;
+  a.mode = S_IFREG | 0644;
+  a.size = ino * 10;
+  a.lease_ms = lease_ms;
+  e.attr = a;
+  return e;
+}
+
+// A directory of n files f0..f(n-1), listed in pages of StatAhead::kPageEntries.
+struct FakeDir {
+  int n = 10;
+  uint32_t dir_lease_ms = 5000;
+  uint32_t entry_lease_ms = 5000;
+  std::function<void()> during_list;  // runs inside each page request
+  std::atomic<int> pages{0};
+
+  Result<client::DirPage> List(uint64_t dir, std::string_view after) {
+    ++pages;
+    if (during_list) during_list();
+    client::DirPage p;
+    p.dir_lease_ms = dir_lease_ms;
+    int start = after.empty() ? 0 : std::stoi(std::string(after.substr(1))) + 1;
+    for (int i = start; i < n && p.entries.size() < StatAhead::kPageEntries; ++i) {
+      p.entries.push_back(File("f" + std::to_string(i), 100 + i, entry_lease_ms));
+    }
+    p.eof = start + static_cast<int>(p.entries.size()) >= n;
+    return p;
+  }
+  StatAhead::ListFn Fn() {
+    return [this](const client::Cred&, uint64_t dir, std::string_view after) {
+      return List(dir, after);
+    };
+  }
+};
+
+void Misses(StatAhead& s, uint64_t dir, int n) {
+  for (int i = 0; i < n; ++i) s.NoteMiss(dir, client::Cred{});
+}
+
+TEST(StatAheadTest, ARunOfLookupsListsTheDirectoryAndEachEntryIsHandedOutOnce) {
+  FakeDir d;
+  d.n = 3000;  // three pages
+  StatAhead s(d.Fn());
+  Misses(s, kDir, StatAhead::kTrigger - 1);
+  s.WaitIdle();
+  EXPECT_EQ(s.listings(), 0u) << "fewer lookups than the trigger";
+  Misses(s, kDir, 1);
+  s.WaitIdle();
+  EXPECT_EQ(s.listings(), 1u);
+  EXPECT_EQ(d.pages.load(), 3);
+  EXPECT_EQ(s.size(), 3000u);
+  client::Attr a;
+  ASSERT_TRUE(s.Take(kDir, "f2999", &a));
+  EXPECT_EQ(a.ino, 3099u);
+  EXPECT_EQ(a.size, 30990u);
+  EXPECT_GT(a.lease_ms, 4000u);
+  EXPECT_LE(a.lease_ms, 5000u);
+  EXPECT_FALSE(s.Take(kDir, "f2999", &a)) << "handed out once";
+  EXPECT_FALSE(s.Take(kDir + 1, "f1", &a)) << "another directory";
+  EXPECT_EQ(s.hits(), 1u);
+}
+
+TEST(StatAheadTest, LookupsSpreadOverDirectoriesListNothing) {
+  FakeDir d;
+  StatAhead s(d.Fn());
+  for (int i = 0; i < 4 * StatAhead::kTrigger; ++i) s.NoteMiss(kDir + (i % 2), client::Cred{});
+  s.WaitIdle();
+  EXPECT_EQ(s.listings(), 0u);
+}
+
+TEST(StatAheadTest, AClearForgetsEverythingAndResetsTheCount) {
+  FakeDir d;
+  StatAhead s(d.Fn());
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  ASSERT_EQ(s.size(), 10u);
+  s.Clear();
+  client::Attr a;
+  EXPECT_FALSE(s.Take(kDir, "f1", &a));
+  EXPECT_EQ(s.size(), 0u);
+  // A lookup-then-change loop (rm) never lists: each change clears the count.
+  for (int i = 0; i < 4 * StatAhead::kTrigger; ++i) {
+    s.NoteMiss(kDir, client::Cred{});
+    s.Clear();
+  }
+  s.WaitIdle();
+  EXPECT_EQ(s.listings(), 1u);
+}
+
+TEST(StatAheadTest, APageInFlightAcrossAClearIsNotKept) {
+  FakeDir d;
+  StatAhead* self = nullptr;
+  d.during_list = [&] { self->Clear(); };  // a change here while the page is at the MDS
+  StatAhead s(d.Fn());
+  self = &s;
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  EXPECT_EQ(s.listings(), 1u);
+  EXPECT_EQ(s.size(), 0u);
+}
+
+TEST(StatAheadTest, EntriesWithoutBothLeasesAreNotKept) {
+  FakeDir d;
+  d.dir_lease_ms = 0;
+  {
+    StatAhead s(d.Fn());
+    Misses(s, kDir, StatAhead::kTrigger);
+    s.WaitIdle();
+    EXPECT_EQ(s.size(), 0u) << "no lease on the directory's names";
+  }
+  d.dir_lease_ms = 5000;
+  d.entry_lease_ms = 0;
+  StatAhead s(d.Fn());
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  EXPECT_EQ(s.size(), 0u) << "no lease on the attributes";
+}
+
+TEST(StatAheadTest, AnEntryLivesNoLongerThanTheShorterLease) {
+  FakeDir d;
+  d.dir_lease_ms = 300;
+  StatAhead s(d.Fn());
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  client::Attr a;
+  ASSERT_TRUE(s.Take(kDir, "f0", &a));
+  EXPECT_LE(a.lease_ms, 300u);
+}
+
+TEST(StatAheadTest, ADirectoryIsNotListedAgainAtOnceUnlessSomethingChanged) {
+  FakeDir d;
+  StatAhead s(d.Fn());
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  EXPECT_EQ(s.listings(), 1u);
+  s.Clear();
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  EXPECT_EQ(s.listings(), 2u);
+}
+
+}  // namespace
+}  // namespace sfs::fuse
