@@ -386,6 +386,10 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
     }
     st = impl->mds->Authenticate(opts.tenant, key->bytes);
     if (!st.ok()) return Status(st.code(), "tenant '" + opts.tenant + "': " + st.message());
+    impl->mds->SetKeySource([path = opts.keyfile]() -> Result<std::string> {
+      SFS_ASSIGN_OR_RETURN(auth::ClusterKey k, auth::LoadKey(path));
+      return k.bytes;
+    });
   }
   // One MDS wait of a blocking lock: well inside the RPC deadline.
   impl->locks = std::make_unique<LockBook>(
@@ -1026,6 +1030,8 @@ Status Client::QosSet(const Cred& c, const QosRuleInfo& rule) {
 Status Client::TenantAdmin(const Cred& c, const std::string& req, std::string* resp) {
   return impl_->mds->TenantAdmin(c, req, resp);
 }
+
+Result<std::string> Client::KvCapability() { return impl_->mds->KvGrant(); }
 
 Status Client::QosRemove(const Cred& c, std::string_view name) {
   return impl_->mds->Qos(&c, 2, QosRuleInfo{.name = std::string(name)}).status();

@@ -499,6 +499,11 @@ class Client {
   // `sfs tenant` (issue 17): one serialized proto::TenantReq in, the
   // serialized TenantResp out (the CLI owns the format; root only).
   Status TenantAdmin(const Cred& c, const std::string& req, std::string* resp);
+  // A capability for the KV-cache tier as this client's tenant (the one it
+  // authenticated as at Connect; the default tenant without one), signed by
+  // the MDS, for kv::KvOptions::capability. Good for the MDS's capability
+  // lifetime (minutes): ask again before it runs out. "" without a cluster key.
+  Result<std::string> KvCapability();
 
   // Restripes a regular file that may hold data (migrate.cc): new objects are
   // allocated for spec (unset fields keep the file's values), the data is

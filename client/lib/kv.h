@@ -44,7 +44,8 @@ struct KvOptions {
   int io_threads = 2;
   Transport transport = Transport::kAuto;
   // Sent with every request; the OSS decides the tenant from it
-  // (OssService::KvTenant). "" = none (a cluster without a key).
+  // (OssService::KvTenant): client::Client::KvCapability() of a tenant's
+  // client, or a server's token. "" = none (a cluster without a key).
   std::string capability;
   int max_inflight = 64;  // blocks in flight in one MultiGet / MultiPut
 };

@@ -149,6 +149,8 @@ void MdsClient::NoteEpoch(uint64_t epoch) {
   }
   LOG_INFO("MDS " << address() << " restarted (boot epoch " << old << " -> " << epoch
                   << "): replaying, then re-opening open files");
+  // Sessions live in the MDS's memory: a tenant's replays need a new one.
+  if (!tenant_.empty() && key_source_) (void)Reauthenticate(auth_gen_.load());
   // Before the listener: files re-opened must exist again first.
   EnsureReplayed(epoch);
   epoch_changed_ = true;
@@ -218,6 +220,7 @@ Status MdsClient::SendReplay(const std::vector<std::string>& requests) {
   proto::MdsRequest req;
   req.set_client_id(client_id_);
   req.set_xid(NextXid());
+  if (!tenant_.empty()) req.set_tenant(tenant_);  // refused as the default's under `require on`
   for (const std::string& r : requests) req.mutable_replay()->add_requests(r);
   const std::string payload = req.SerializeAsString();
   const auto deadline = std::chrono::steady_clock::now() + recovery_timeout_;
@@ -281,6 +284,8 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
   std::vector<DeferredClose> taken = AttachCloses(req);
   std::string payload = req->SerializeAsString();
   const auto deadline = std::chrono::steady_clock::now() + recovery_timeout_;
+  const uint64_t auth_gen = auth_gen_.load();
+  bool reauthed = false;
   rpc::Response raw;
   for (;;) {
     for (;;) {
@@ -309,6 +314,15 @@ Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsRespo
       return Status(EBADMSG, "unparsable MDS reply");
     }
     NoteEpoch(resp->boot_epoch());
+    if (resp->tenant_reauth() && retry && !reauthed) {
+      // Refused before it was applied (tenant_gate.cc): the same payload
+      // again once a new handshake succeeded.
+      reauthed = true;
+      if (Reauthenticate(auth_gen).ok()) {
+        resp->Clear();
+        continue;
+      }
+    }
     if (!resp->recovering() || req->has_replay()) break;
     // The MDS waits for replays (ours too, if NoteEpoch did not send them:
     // another thread saw the new epoch first), then serves this again.

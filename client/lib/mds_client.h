@@ -134,8 +134,19 @@ class MdsClient {
   // MDS's one-line reason on a wrong key. REQUIRES: before sharing the client.
   Status Authenticate(const std::string& tenant, const std::string& key);
   const std::string& tenant() const { return tenant_; }
+  // Where a new handshake gets the tenant's key: called each time, so the
+  // key file is read again and a key rotated at the MDS and installed in the
+  // file is picked up. With one set, the client authenticates again by
+  // itself after an MDS restart (before it replays) and when a reply says a
+  // handshake may cure a refusal (MdsResponse.tenant_reauth: no session, or
+  // the key rotated), then sends the refused request once more. Unset: no
+  // re-handshake. REQUIRES: set before sharing the client.
+  void SetKeySource(std::function<Result<std::string>()> load) { key_source_ = std::move(load); }
   // One TenantReq (`sfs tenant`): serialized TenantReq in, TenantResp out.
   Status TenantAdmin(const Cred& c, const std::string& req, std::string* resp);
+  // The MDS's KV-tier capability for this client's tenant (KvGrantReq): ""
+  // when the MDS has no cluster key.
+  Result<std::string> KvGrant();
 
   // REQUIRES: called before the client is shared between threads.
   void SetEpochListener(std::function<void()> fn) { on_new_epoch_ = std::move(fn); }
@@ -259,6 +270,9 @@ class MdsClient {
   Status CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
                  std::chrono::milliseconds timeout, bool retry = false);
   void NoteEpoch(uint64_t epoch);
+  // A new handshake with key_source_'s key, unless another thread made one
+  // since auth_gen_ was `seen` (or this thread is inside one already).
+  Status Reauthenticate(uint64_t seen);
   // Replay: sends every request kept from before boot epoch `epoch` once
   // (or waits for the thread that does).
   void EnsureReplayed(uint64_t epoch);
@@ -285,6 +299,9 @@ class MdsClient {
   std::unique_ptr<rpc::Channel> channel_;
   const uint64_t client_id_;
   std::string tenant_;  // "" = the default tenant (no handshake)
+  std::function<Result<std::string>()> key_source_;  // SetKeySource
+  std::mutex reauth_mu_;                             // one re-handshake at a time
+  std::atomic<uint64_t> auth_gen_{0};                // re-handshakes made
   const std::chrono::milliseconds timeout_;
   const std::chrono::milliseconds recovery_timeout_;
   std::atomic<uint64_t> xid_{1};

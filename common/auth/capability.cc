@@ -16,12 +16,18 @@
 namespace sfs::auth {
 namespace {
 
-constexpr uint8_t kVersion = 1;
+// Version 2 added the tenant (its KV number, 4 bytes, then a length byte and
+// its name, after the fixed header). Version 1 tokens, signed by an MDS before
+// it, still verify, as the default tenant's: only a holder of the key can
+// have made them.
+constexpr uint8_t kVersion = 2;
+constexpr uint8_t kVersionNoTenant = 1;
 constexpr size_t kMacLen = 32;
 constexpr size_t kKeyLen = 32;
 // version, key_id, ino, rights, expiry, all_objects, count.
 constexpr size_t kHeaderLen = 1 + 4 + 8 + 4 + 8 + 1 + 4;
 constexpr size_t kObjectLen = 4 + 8;
+constexpr size_t kMaxTenant = 255;
 
 void Put(std::string* out, uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -112,7 +118,8 @@ Status GenerateKey(const std::string& path) {
 
 std::string Sign(const Capability& cap, const ClusterKey& key) {
   std::string out;
-  out.reserve(kHeaderLen + cap.objects.size() * kObjectLen + kMacLen);
+  SFS_CHECK(cap.tenant.size() <= kMaxTenant);
+  out.reserve(kHeaderLen + 5 + cap.tenant.size() + cap.objects.size() * kObjectLen + kMacLen);
   Put(&out, kVersion, 1);
   Put(&out, key.id, 4);
   Put(&out, cap.ino, 8);
@@ -120,6 +127,9 @@ std::string Sign(const Capability& cap, const ClusterKey& key) {
   Put(&out, static_cast<uint64_t>(cap.expiry), 8);
   Put(&out, cap.all_objects ? 1 : 0, 1);
   Put(&out, cap.objects.size(), 4);
+  Put(&out, cap.kv_tenant, 4);
+  Put(&out, cap.tenant.size(), 1);
+  out.append(cap.tenant);
   for (const auto& [ost, oid] : cap.objects) {
     Put(&out, ost, 4);
     Put(&out, oid, 8);
@@ -141,16 +151,28 @@ Result<Capability> Verify(std::string_view token, const ClusterKey& key, int64_t
   }
   size_t at = 0;
   Capability cap;
-  if (Get(body, &at, 1) != kVersion) return Status::Errno(EACCES, "capability version");
+  uint64_t version = Get(body, &at, 1);
+  if (version != kVersion && version != kVersionNoTenant) {
+    return Status::Errno(EACCES, "capability version");
+  }
   cap.key_id = static_cast<uint32_t>(Get(body, &at, 4));
   cap.ino = Get(body, &at, 8);
   cap.rights = static_cast<uint32_t>(Get(body, &at, 4));
   cap.expiry = static_cast<int64_t>(Get(body, &at, 8));
   cap.all_objects = Get(body, &at, 1) != 0;
   uint64_t count = Get(body, &at, 4);
-  if (body.size() != kHeaderLen + count * kObjectLen) {
+  size_t tenant_len = 0;
+  if (version == kVersion) {
+    if (body.size() < kHeaderLen + 5) return Status::Errno(EACCES, "capability length");
+    cap.kv_tenant = static_cast<uint32_t>(Get(body, &at, 4));
+    tenant_len = Get(body, &at, 1);
+  }
+  size_t fixed = kHeaderLen + (version == kVersion ? 5 + tenant_len : 0);
+  if (count > body.size() || body.size() != fixed + count * kObjectLen) {
     return Status::Errno(EACCES, "capability length");
   }
+  cap.tenant.assign(body.substr(at, tenant_len));
+  at += tenant_len;
   for (uint64_t i = 0; i < count; ++i) {
     uint32_t ost = static_cast<uint32_t>(Get(body, &at, 4));
     cap.objects.emplace_back(ost, Get(body, &at, 8));

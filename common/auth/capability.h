@@ -7,6 +7,10 @@
 // its fields followed by HMAC-SHA256 (OpenSSL libcrypto) of those bytes under
 // the cluster key. The client never parses it, so its format can change
 // without touching the client.
+//
+// The tenant in it is the one the client authenticated as at the MDS (the
+// handshake, mds/service/tenant_gate.h): an OSS takes a request's tenant, for
+// its QoS class and its KV tier, from here and from nowhere else.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +29,8 @@ enum Rights : uint32_t {
   // Server-side work (destroy, resync copies): only the MDS and the OSSes,
   // which hold the key, mint capabilities with it.
   kAdmin = 4,
+  // The KV-cache tier (docs/kv.md) as tenant kv_tenant: covers no objects.
+  kKv = 8,
 };
 
 // How long a capability the MDS hands out is good for. Also the revocation
@@ -34,6 +40,8 @@ constexpr int64_t kCapabilityLifetimeSec = 600;
 
 struct Capability {
   uint64_t ino = 0;          // the file (0 = a server's own, all_objects)
+  std::string tenant;        // "" = the default tenant (and servers'); at most 255 bytes
+  uint32_t kv_tenant = 0;    // the tenant's number in the KV tier (TenantRec.kv_id)
   uint32_t rights = 0;       // Rights bits
   int64_t expiry = 0;        // unix seconds; invalid at and after
   uint32_t key_id = 0;       // which cluster key generation signed it

@@ -5,6 +5,8 @@
 #include "common/auth/capability_cache.h"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +28,8 @@ ClusterKey TestKey(char fill = 'k', uint32_t id = 1) {
 Capability TestCap() {
   Capability c;
   c.ino = 42;
+  c.tenant = "team-a";
+  c.kv_tenant = 7;
   c.rights = kRead | kWrite;
   c.expiry = 1000;
   c.key_id = 1;
@@ -38,12 +42,55 @@ TEST(CapabilityTest, RoundTrip) {
   Result<Capability> got = Verify(token, TestKey(), 999);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->ino, 42u);
+  EXPECT_EQ(got->tenant, "team-a");
+  EXPECT_EQ(got->kv_tenant, 7u);
   EXPECT_EQ(got->rights, kRead | kWrite);
   EXPECT_EQ(got->expiry, 1000);
   EXPECT_TRUE(got->Covers(0, 7));
   EXPECT_TRUE(got->Covers(3, 9));
   EXPECT_FALSE(got->Covers(0, 9));
   EXPECT_FALSE(got->Covers(1, 7));
+}
+
+TEST(CapabilityTest, TheDefaultTenantAndALongNameRoundTrip) {
+  for (std::string tenant : {std::string(), std::string(255, 't')}) {
+    Capability cap = TestCap();
+    cap.tenant = tenant;
+    Result<Capability> got = Verify(Sign(cap, TestKey()), TestKey(), 999);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->tenant, tenant);
+    EXPECT_TRUE(got->Covers(3, 9));
+  }
+}
+
+// A token an MDS signed before capabilities carried the tenant (version 1:
+// no tenant bytes) still verifies, as the default tenant's.
+TEST(CapabilityTest, AVersionOneTokenIsTheDefaultTenants) {
+  std::string body;
+  auto put = [&](uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i) body.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  put(1, 1);     // version
+  put(1, 4);     // key id
+  put(42, 8);    // ino
+  put(kRead, 4);
+  put(1000, 8);  // expiry
+  put(0, 1);     // all_objects
+  put(1, 4);     // one object
+  put(3, 4);
+  put(9, 8);
+  ClusterKey key = TestKey();
+  unsigned char mac[32];
+  unsigned int len = sizeof mac;
+  HMAC(EVP_sha256(), key.bytes.data(), static_cast<int>(key.bytes.size()),
+       reinterpret_cast<const unsigned char*>(body.data()), body.size(), mac, &len);
+  std::string token = body + std::string(reinterpret_cast<const char*>(mac), len);
+  Result<Capability> got = Verify(token, key, 999);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->tenant, "");
+  EXPECT_EQ(got->kv_tenant, 0u);
+  EXPECT_TRUE(got->Covers(3, 9));
+  EXPECT_EQ(got->rights, kRead);
 }
 
 TEST(CapabilityTest, EveryFlippedBitFails) {

@@ -49,6 +49,7 @@ const Row kRows[] = {
     {MdsRequest::kRebuildStatus, {}},  // reads the rebuild's progress
     {MdsRequest::kTenantHello, {}},    // a nonce in memory only (tenant_gate.h)
     {MdsRequest::kTenantAuth, {}},     // a session in memory only
+    {MdsRequest::kKvGrant, {}},        // signs a KV capability; stores nothing
 
     // Changes of names.
     {MdsRequest::kCreate,

@@ -20,6 +20,7 @@
 //   C<class>            -> QosRule (an OSS QoS rule for "job:<id>", "tenant:<name>" or "resync")
 //   E<name>             -> TenantRec (a tenant: its fileset, id maps and key; tenant.cc)
 //   G                   -> "1" (every client must be a tenant's; tenant.cc)
+//   V                   -> the last TenantRec.kv_id given (decimal; tenant.cc)
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,7 @@ inline constexpr char kClient = 'K';
 inline constexpr char kCleanStop = 'Z';
 inline constexpr char kTenant = 'E';
 inline constexpr char kTenantsRequired = 'G';
+inline constexpr char kTenantKvSeq = 'V';
 
 // Appends v as 8 big-endian bytes.
 void PutBe64(std::string* out, uint64_t v);

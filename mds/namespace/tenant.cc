@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include <cctype>
+#include <cstdint>
+#include <cstdlib>
 
 #include "mds/namespace/keys.h"
 #include "mds/namespace/namespace.h"
@@ -52,6 +54,22 @@ Status ValidateMaps(const google::protobuf::RepeatedPtrField<proto::TenantIdMap>
     }
   }
   return Status::Ok();
+}
+
+// The next KV number (TenantRec.kv_id), noted in txn: one past the last
+// given, whatever was removed since.
+Result<uint32_t> NextKvId(KvStore* store, Txn* txn) {
+  const std::string key(1, keys::kTenantKvSeq);
+  uint64_t last = 0;
+  auto v = store->Get(key);
+  if (v.ok()) {
+    last = std::strtoull(v->c_str(), nullptr, 10);
+  } else if (v.status().code() != ENOENT) {
+    return v.status();
+  }
+  if (last >= UINT32_MAX) return Status::Errno(ENOSPC, "no KV tenant numbers left");
+  txn->batch().Put(key, std::to_string(last + 1));
+  return static_cast<uint32_t>(last + 1);
 }
 
 }  // namespace
@@ -187,6 +205,8 @@ Status Namespace::Tenant(const OpCtx& ctx, const proto::TenantReq& req, proto::T
         rec.set_name(req.name());
         rec.set_fileset_ino(ino);
         rec.set_key_generation(1);
+        SFS_ASSIGN_OR_RETURN(uint32_t kv_id, NextKvId(store_, &txn));
+        rec.set_kv_id(kv_id);
         txn.batch().Put(keys::Tenant(req.name()), rec.SerializeAsString());
         out->set_key(rec.key());
         rec.clear_key();

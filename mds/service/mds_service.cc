@@ -258,7 +258,11 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   ns_->TouchClient(req.client_id());
   if (locks_ != nullptr) locks_->Touch(req.client_id());
   ApplyDeferredCloses(ns_, req, resp);
-  if (req.op_case() == MdsRequest::kRebuildStatus) {
+  if (req.op_case() == MdsRequest::kKvGrant) {
+    Status st = GrantKv(req, resp->mutable_kv_grant());
+    if (!st.ok()) resp->clear_result();
+    SetStatus(resp, st);
+  } else if (req.op_case() == MdsRequest::kRebuildStatus) {
     if (rebuild_status_) {
       rebuild_status_(resp->mutable_rebuild_status());
       SetStatus(resp, Status::Ok());

@@ -120,6 +120,9 @@ class MdsService : public rpc::Handler {
   void Dispatch(const proto::MdsRequest& req, proto::MdsResponse* resp);
   // sign_layouts.cc: the capabilities of resp's file layouts.
   void SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* resp) const;
+  // sign_layouts.cc: a KV-tier capability for the requester's tenant
+  // (KvGrantReq); an empty one without a cluster key.
+  Status GrantKv(const proto::MdsRequest& req, proto::KvGrantResp* out) const;
   // lock_ops.cc: answers through done, maybe later (a blocking lock).
   void Lock(const proto::MdsRequest& req, rpc::ReplyFn done);
   // lease_ops.cc

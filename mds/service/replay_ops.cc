@@ -53,6 +53,9 @@ bool MdsService::ServedDuringRecovery(int op) {
   switch (op) {
     case MdsRequest::kPing: case MdsRequest::kRegisterOss: case MdsRequest::kHeartbeat:
     case MdsRequest::kGetOstMap: case MdsRequest::kReplay:
+    // A tenant client authenticates again before it replays (sessions live
+    // in memory): the handshake touches no namespace state.
+    case MdsRequest::kTenantHello: case MdsRequest::kTenantAuth:
       return true;
     default:
       return false;

@@ -1,6 +1,10 @@
 // The capabilities the MDS attaches to the file layouts it hands out
 // (docs/protocol.md "Capabilities"). The one place they are minted for
 // clients: every reply passes through MdsService::Dispatch, which calls this.
+// Each carries the requester's tenant: by the time a request is dispatched,
+// TenantGate::Admit has refused it unless its client id holds a live session
+// of MdsRequest.tenant, so that field is the authenticated tenant here ("" =
+// the default tenant), and the OSSes believe the capability's tenant alone.
 #include <fcntl.h>
 
 #include "common.pb.h"
@@ -12,11 +16,12 @@
 namespace sfs::mds {
 namespace {
 
-void Attach(const auth::ClusterKey& key, int64_t lifetime_s, uint64_t ino, uint32_t rights,
-            proto::Layout* l) {
+void Attach(const auth::ClusterKey& key, int64_t lifetime_s, const std::string& tenant,
+            uint64_t ino, uint32_t rights, proto::Layout* l) {
   if (l->objects_size() == 0) return;  // a directory's default layout: nothing to reach
   auth::Capability cap;
   cap.ino = ino;
+  cap.tenant = tenant;
   cap.rights = rights;
   cap.key_id = key.id;
   cap.expiry = auth::NowUnix() + lifetime_s;
@@ -41,7 +46,8 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       proto::OpenResp* o = resp->mutable_open();
       // Write only if this open may write: the OSSes then refuse writes
       // through a read-only open even from a client that ignores its mode.
-      Attach(key, capability_lifetime_s_, o->attr().ino(), OpenRights(flags), o->mutable_layout());
+      Attach(key, capability_lifetime_s_, req.tenant(), o->attr().ino(), OpenRights(flags),
+             o->mutable_layout());
       return;
     }
     case proto::MdsRequest::kGetLayout:
@@ -58,7 +64,7 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       cred.groups.assign(req.cred().groups().begin(), req.cred().groups().end());
       uint32_t rights = auth::kRead;
       if (CheckAccess(cred, *attr, kMayWrite).ok()) rights |= auth::kWrite;
-      Attach(key, capability_lifetime_s_, ino, rights,
+      Attach(key, capability_lifetime_s_, req.tenant(), ino, rights,
              resp->mutable_get_layout()->mutable_layout());
       return;
     }
@@ -67,13 +73,38 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       // Migration copies old to new; the MDS let it begin, so it may write.
       proto::MigrateBeginResp* m = resp->mutable_migrate_begin();
       uint64_t ino = req.migrate_begin().ino();
-      Attach(key, capability_lifetime_s_, ino, auth::kRead | auth::kWrite, m->mutable_old_layout());
-      Attach(key, capability_lifetime_s_, ino, auth::kRead | auth::kWrite, m->mutable_new_layout());
+      Attach(key, capability_lifetime_s_, req.tenant(), ino, auth::kRead | auth::kWrite,
+             m->mutable_old_layout());
+      Attach(key, capability_lifetime_s_, req.tenant(), ino, auth::kRead | auth::kWrite,
+             m->mutable_new_layout());
       return;
     }
     default:
       return;
   }
+}
+
+Status MdsService::GrantKv(const proto::MdsRequest& req, proto::KvGrantResp* out) const {
+  if (!key_.has_value()) return Status::Ok();  // the OSSes check nothing: no token needed
+  uint32_t kv_id = 0;                          // the default tenant's
+  if (!req.tenant().empty()) {
+    SFS_ASSIGN_OR_RETURN(proto::TenantRec rec, ns_->GetTenant(req.tenant()));
+    if (rec.kv_id() == 0) {
+      return Status::Errno(EACCES, "tenant '" + req.tenant() +
+                                       "' has no KV number (made before the KV tier knew "
+                                       "tenants): re-create it to use the KV tier");
+    }
+    kv_id = rec.kv_id();
+  }
+  auth::Capability cap;
+  cap.tenant = req.tenant();
+  cap.kv_tenant = kv_id;
+  cap.rights = auth::kKv;
+  cap.key_id = key_->id;
+  cap.expiry = auth::NowUnix() + capability_lifetime_s_;
+  out->set_capability(auth::Sign(cap, *key_));
+  out->set_expiry(cap.expiry);
+  return Status::Ok();
 }
 
 }  // namespace sfs::mds

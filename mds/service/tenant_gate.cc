@@ -189,12 +189,13 @@ Status TenantGate::Auth(const MdsRequest& r, MdsResponse* resp) {
   return Status::Ok();
 }
 
-Status TenantGate::Enter(MdsRequest* r, View* view) {
+Status TenantGate::Enter(MdsRequest* r, View* view, bool* reauth) {
   Session s;
   {
     std::lock_guard lock(mu_);
     auto it = sessions_.find(r->client_id());
     if (it == sessions_.end() || it->second.tenant != r->tenant()) {
+      *reauth = true;
       return Refuse(EACCES, "not authenticated as tenant '" + r->tenant() +
                                 "' (the MDS restarted, or no handshake): mount again");
     }
@@ -205,6 +206,7 @@ Status TenantGate::Enter(MdsRequest* r, View* view) {
     std::lock_guard lock(mu_);
     sessions_.erase(r->client_id());
     if (!rec.ok() && rec.status().code() != ENOENT) return rec.status();
+    *reauth = rec.ok();  // rotated, not removed
     return Refuse(EACCES, !rec.ok() ? "tenant '" + s.tenant + "' was removed"
                                     : "tenant '" + s.tenant + "': its key was rotated; mount "
                                       "again with the new key");
@@ -249,6 +251,7 @@ Status TenantGate::Enter(MdsRequest* r, View* view) {
 
 bool TenantGate::Admit(MdsRequest* r, MdsResponse* resp, std::optional<View>* view) {
   Status st;
+  bool reauth = false;
   switch (r->op_case()) {
     case MdsRequest::kTenantHello: st = Hello(*r, resp); break;
     case MdsRequest::kTenantAuth: st = Auth(*r, resp); break;
@@ -261,7 +264,7 @@ bool TenantGate::Admit(MdsRequest* r, MdsResponse* resp, std::optional<View>* vi
         }
       } else {
         view->emplace();
-        st = Enter(r, &**view);
+        st = Enter(r, &**view, &reauth);
         if (!st.ok()) {
           view->reset();
           break;
@@ -276,6 +279,7 @@ bool TenantGate::Admit(MdsRequest* r, MdsResponse* resp, std::optional<View>* vi
       return false;  // the default tenant: as without tenants; or a tenant's, rewritten
   }
   if (!st.ok()) resp->clear_result();
+  if (reauth) resp->set_tenant_reauth(true);
   resp->mutable_status()->set_code(st.code());
   resp->mutable_status()->set_message(st.message());
   resp->set_boot_epoch(ns_->boot_epoch());

@@ -51,7 +51,9 @@ class TenantGate {
  private:
   Status Hello(const proto::MdsRequest& r, proto::MdsResponse* resp);
   Status Auth(const proto::MdsRequest& r, proto::MdsResponse* resp);
-  Status Enter(proto::MdsRequest* r, View* view);
+  // *reauth: the refusal is one a new handshake may cure (no session, or
+  // the key rotated); MdsResponse.tenant_reauth tells the client so.
+  Status Enter(proto::MdsRequest* r, View* view, bool* reauth);
   // TENANT_REQUIRE, applied here so that required_ changes with it.
   Status Require(const proto::MdsRequest& r, proto::MdsResponse* resp);
   // Whether the default tenant is refused (read once, then kept here).

@@ -2,9 +2,11 @@
 // replayed answer, an answer for another client are refused), tenant records
 // (create/list/rotate/remove, root only, keys never listed), and a session's
 // view (the fileset as /, nothing outside reachable, squash, removal).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "common/auth/capability.h"
 #include "common/auth/tenant_auth.h"
 #include "mds/namespace/test_util.h"
 #include "mds/service/mds_service.h"
@@ -200,6 +202,63 @@ TEST_F(TenantGateTest, RotationRefusesTheOldKeyAndEndsItsSessions) {
   EXPECT_EQ(Call(r).status().code(), EACCES);
   EXPECT_EQ(Call(Answer(8, Nonce(8), old_key)).status().code(), EACCES);
   EXPECT_EQ(Call(Answer(9, Nonce(9), key_)).status().code(), 0);
+}
+
+// The capabilities a session gets name its tenant (the OSSes' only source
+// for it), and a tenant's KV number is never given twice.
+TEST_F(TenantGateTest, CapabilitiesCarryTheSessionsTenantAndKvNumbersAreNeverReused) {
+  auth::ClusterKey key;
+  key.bytes.assign(32, 'C');
+  service_->set_cluster_key(key);
+  ASSERT_EQ(Call(Answer(7, Nonce(7), key_)).status().code(), 0);
+
+  proto::MdsRequest create = AsTenant(7);
+  create.mutable_create()->set_parent(kRootIno);
+  create.mutable_create()->set_name("f");
+  create.mutable_create()->set_mode(0644);
+  create.mutable_create()->set_open_flags(O_RDWR | O_CREAT);
+  proto::MdsResponse created = Call(create);
+  ASSERT_EQ(created.status().code(), 0) << created.status().message();
+  ASSERT_GT(created.open().layout().objects_size(), 0);
+  auto cap = auth::Verify(created.open().layout().capability(), key, auth::NowUnix());
+  ASSERT_TRUE(cap.ok()) << cap.status().ToString();
+  EXPECT_EQ(cap->tenant, "ta");
+  // The default tenant's (no session) name none.
+  proto::MdsRequest plain;
+  plain.set_client_id(1);
+  plain.mutable_create()->set_parent(kRootIno);
+  plain.mutable_create()->set_name("g");
+  plain.mutable_create()->set_mode(0644);
+  plain.mutable_create()->set_open_flags(O_RDWR | O_CREAT);
+  proto::MdsResponse plain_created = Call(plain);
+  ASSERT_EQ(plain_created.status().code(), 0) << plain_created.status().message();
+  auto plain_cap = auth::Verify(plain_created.open().layout().capability(), key, auth::NowUnix());
+  ASSERT_TRUE(plain_cap.ok()) << plain_cap.status().ToString();
+  EXPECT_EQ(plain_cap->tenant, "");
+
+  // ta was the first tenant: KV number 1. tb gets 2; made again after its
+  // removal, 3 (the old number's blocks stay out of its reach).
+  proto::MdsRequest grant = AsTenant(7);
+  grant.mutable_kv_grant();
+  proto::MdsResponse granted = Call(grant);
+  ASSERT_EQ(granted.status().code(), 0) << granted.status().message();
+  auto kv = auth::Verify(granted.kv_grant().capability(), key, auth::NowUnix());
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  EXPECT_EQ(kv->tenant, "ta");
+  EXPECT_EQ(kv->kv_tenant, 1u);
+  EXPECT_EQ(kv->rights, static_cast<uint32_t>(auth::kKv));
+  EXPECT_TRUE(kv->objects.empty());
+  EXPECT_FALSE(kv->all_objects);
+  auto make_tb = [&] {
+    proto::MdsRequest req = Admin(proto::TENANT_CREATE, "tb");
+    req.mutable_tenant_admin()->mutable_rec()->set_fileset("/b");
+    proto::MdsResponse r = Call(req);
+    EXPECT_EQ(r.status().code(), 0) << r.status().message();
+    return r.tenant_admin().tenants_size() == 1 ? r.tenant_admin().tenants(0).kv_id() : 0u;
+  };
+  EXPECT_EQ(make_tb(), 2u);
+  ASSERT_EQ(Call(Admin(proto::TENANT_REMOVE, "tb")).status().code(), 0);
+  EXPECT_EQ(make_tb(), 3u);
 }
 
 }  // namespace

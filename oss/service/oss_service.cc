@@ -384,6 +384,23 @@ Status OssService::CheckCapabilities(const OssRequest& oreq) const {
   return Status::Ok();
 }
 
+OssService::QosWho OssService::WhoForQos(const OssRequest& oreq) const {
+  QosWho who{kDefaultTenant, oreq.job_id()};
+  if (!key_.has_value()) return who;
+  bool server = false;
+  const int64_t now = auth::NowUnix();
+  for (const std::string& token : oreq.capabilities()) {
+    // The cache: CheckCapabilities verifies the same bytes again, for free.
+    Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, *key_, now);
+    if (!cap.ok()) continue;
+    server = (*cap)->all_objects || ((*cap)->rights & auth::kAdmin) != 0;
+    if (!(*cap)->tenant.empty()) who.tenant = (*cap)->tenant;
+    break;
+  }
+  if (who.job == kResyncJob && !server) who.job.clear();
+  return who;
+}
+
 Result<uint32_t> OssService::KvTenant(const OssRequest& oreq) const {
   constexpr uint32_t kDefaultTenant = 0;
   if (!key_.has_value()) return kDefaultTenant;
@@ -391,11 +408,13 @@ Result<uint32_t> OssService::KvTenant(const OssRequest& oreq) const {
   const int64_t now = auth::NowUnix();
   Status last;
   for (const std::string& token : oreq.capabilities()) {
-    Result<auth::Capability> cap = auth::Verify(token, *key_, now);
+    Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, *key_, now);
     if (!cap.ok()) {
       last = cap.status();
-    } else if (cap->all_objects || (cap->rights & auth::kAdmin) != 0) {
+    } else if ((*cap)->all_objects || ((*cap)->rights & auth::kAdmin) != 0) {
       return kDefaultTenant;
+    } else if (((*cap)->rights & auth::kKv) != 0) {
+      return (*cap)->kv_tenant;  // the MDS's grant (MdsService::GrantKv): the tenant's alone
     }
   }
   return last.ok() ? Status::Errno(EACCES, "no capability grants the kv tier") : last;
@@ -493,7 +512,10 @@ bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
       oreq.read().length() > inline_read_max_) {
     return false;
   }
-  if (qos_ != nullptr && qos_->enabled() && qos_->Ruled(oreq.job_id(), kDefaultTenant)) return false;
+  if (qos_ != nullptr && qos_->enabled()) {
+    QosWho who = WhoForQos(oreq);
+    if (qos_->Ruled(who.job, who.tenant)) return false;
+  }
   rpc::Reply reply;
   HandleCounted(oreq, req, &reply);
   done(std::move(reply));
@@ -511,7 +533,8 @@ void OssService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
   }
   QosCost cost;
   DataBytes(*oreq, req, &cost.read_bytes, &cost.write_bytes);
-  std::string cls = qos_->ClassOf(oreq->job_id(), kDefaultTenant);
+  QosWho who = WhoForQos(*oreq);
+  std::string cls = qos_->ClassOf(who.job, who.tenant);
   // req is valid only during this call: the queued request owns its contents
   // (the bulk buffer too, which keeps counting against the admission budget
   // while it waits, so a throttled client's connection slows down by itself).

@@ -125,10 +125,11 @@ class OssService : public rpc::Handler {
   using KvTargets = std::unordered_map<const ObjectStore*, kv::KvStore*>;
   void set_kv(KvTargets kv) { kv_ = std::move(kv); }
   // The tenant a kv request acts for, or EACCES. The one place that decides
-  // it: until tenants exist (issue 19 builds on a default tenant), every
-  // request is tenant 0; with a cluster key it must carry a capability that
-  // Verify()s and covers every object (kAdmin or all_objects: an operator's
-  // or a server's token), since no MDS grant of kv rights exists yet.
+  // it. Without a cluster key every request is tenant 0. With one it must
+  // carry a capability that verifies: a server's or operator's (kAdmin or
+  // all_objects) acts as tenant 0; an MDS KV grant (auth::kKv, asked for by
+  // an authenticated client: MdsService::GrantKv) as the grant's kv_tenant,
+  // the tenant's number the MDS signed, which the client cannot choose.
   Result<uint32_t> KvTenant(const proto::OssRequest& oreq) const;
 
  private:
@@ -143,6 +144,18 @@ class OssService : public rpc::Handler {
 
   // EACCES unless oreq's capabilities allow it (set_cluster_key).
   Status CheckCapabilities(const proto::OssRequest& oreq) const;
+
+  // Who a request is for the QoS scheduler (qos.h). Without a cluster key:
+  // kDefaultTenant and the request's job id, as told. With one: the tenant
+  // of the first of its capabilities that verifies (kDefaultTenant when none
+  // does; such a request is refused EACCES once it runs) and its job id,
+  // except that the resync job id from anything but a server's capability
+  // becomes "" (an unruled job): a tenant cannot borrow resync's share.
+  struct QosWho {
+    std::string tenant;
+    std::string job;
+  };
+  QosWho WhoForQos(const proto::OssRequest& oreq) const;
 
   // A kv op, on the OST store's KvStore, for KvTenant's tenant.
   void HandleKv(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);

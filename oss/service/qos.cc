@@ -8,8 +8,6 @@ namespace sfs::oss {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// The job id the MDS's mirror resync sends its copies with (mirror_resyncer.cc).
-constexpr const char* kResyncJob = "sfs:resync";
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -32,10 +30,12 @@ bool HasReservation(const QosRule& r) { return r.reserve_iops > 0 || r.reserve_b
 
 std::string QosClassOf(const QosRules& rules, const std::string& job_id, const std::string& tenant) {
   if (job_id == kResyncJob) return "resync";
+  std::string t = "tenant:" + tenant;
+  bool tenant_ruled = rules.count(t) != 0;
+  if (tenant_ruled && tenant != kDefaultTenant) return t;
   std::string job = "job:" + job_id;
   if (rules.count(job) != 0) return job;
-  std::string t = "tenant:" + tenant;
-  if (rules.count(t) != 0) return t;
+  if (tenant_ruled) return t;
   return job;  // unruled: weight 1, no limit, but a fair share of its own
 }
 

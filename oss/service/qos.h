@@ -52,8 +52,14 @@ struct QosRule {
 
 using QosRules = std::map<std::string, QosRule>;
 
-// Every request's tenant until tenants exist (issue 17): one place to change.
+// The tenant of a request with no authenticated tenant (a cluster without a
+// key, a client that did no handshake, a server's own request). An OSS takes
+// every other tenant from the request's verified capability
+// (OssService::WhoForQos), never from a field the client sets.
 inline constexpr const char* kDefaultTenant = "default";
+// The job id of the MDS's mirror resync copies (mirror_resyncer.cc). With a
+// cluster key only a server's capability may claim it.
+inline constexpr const char* kResyncJob = "sfs:resync";
 
 // What a request asks of the OSS.
 struct QosCost {
@@ -61,7 +67,11 @@ struct QosCost {
   uint64_t write_bytes = 0;
 };
 
-// The class of a request with this job id and tenant under these rules.
+// The class of a request with this job id and tenant under these rules:
+// "resync"; else "tenant:<t>" when t is an authenticated tenant (not
+// kDefaultTenant) with a rule, since the job id is the client's own word and
+// must not let a limited tenant out of its limit; else "job:<id>" with a
+// rule; else "tenant:<t>" with a rule; else "job:<id>" (unruled).
 std::string QosClassOf(const QosRules& rules, const std::string& job_id, const std::string& tenant);
 
 // Per class, what the scheduler did (for metrics and `sfs qos show`).

@@ -162,6 +162,16 @@ TEST(QosClassOfTest, JobRuleThenTenantRuleThenTheJobItself) {
   EXPECT_EQ(QosClassOf(rules, "sfs:resync", "default"), "resync");
 }
 
+// A tenant's rule binds all of its requests, whatever job id they claim (the
+// client's word): naming a job that has a rule does not lift a tenant's limit.
+TEST(QosClassOfTest, AnAuthenticatedTenantsRuleWinsOverAJobRule) {
+  QosRules rules{{"job:train", {}}, {"tenant:team-a", {}}};
+  EXPECT_EQ(QosClassOf(rules, "train", "team-a"), "tenant:team-a");
+  EXPECT_EQ(QosClassOf(rules, "eval", "team-a"), "tenant:team-a");
+  EXPECT_EQ(QosClassOf(rules, "train", "team-b"), "job:train");
+  EXPECT_EQ(QosClassOf(rules, "eval", "team-b"), "job:eval");
+}
+
 TEST(QosSchedulerTest, RunsEverythingAndStopDrainsWhatALimitHeldBack) {
   std::atomic<int> ran{0};
   {

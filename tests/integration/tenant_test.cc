@@ -4,8 +4,10 @@
 // sees its fileset as / and cannot see, open, stat, rename into or guess
 // (by inode number, through raw libsfs calls) another tenant's files; that a
 // mount without its key, with a wrong, loose or rotated-away key fails with
-// a one-line reason; that root squash and uid/gid maps apply; and that
-// removing a tenant fails its mounts' next requests.
+// a one-line reason; that root squash and uid/gid maps apply; that
+// removing a tenant fails its mounts' next requests; and that a mount up
+// survives a key rotation (once its key file holds the new key) and an MDS
+// restart by making a new handshake by itself.
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
@@ -240,6 +242,58 @@ TEST_F(TenantTest, RemovingATenantFailsItsMountsNextRequests) {
   EXPECT_NE(FailedMount("tenant=te,keyfile=" + KeyPath("te"), &out), 0);
   EXPECT_NE(out.find("no tenant 'te'"), std::string::npos) << out;
   EXPECT_TRUE(cluster().Unmount(*me).ok());
+}
+
+// Key rotation with a mount up: the mount's session of the old key ends at
+// its next request; the mount then reads its key file again and makes a new
+// handshake by itself. While the file holds the old key the request is
+// EACCES; once the admin installs the new key there, the mount carries on.
+TEST_F(TenantTest, AMountUpPicksUpARotatedKeyFromItsKeyFile) {
+  MakeTenant("tk");
+  const std::string live = cluster().root() + "/tk-live.key";
+  fs::copy_file(KeyPath("tk"), live);  // mode 0600 with it
+  auto mk = cluster().Mount(cluster().root() + "/mnt-tk", MountOpts("tk", live));
+  ASSERT_TRUE(mk.ok()) << mk.status().ToString();
+  std::string out;
+  ASSERT_EQ(RunShell("echo one > " + *mk + "/before 2>&1", &out), 0) << out;
+  ASSERT_EQ(RunShell(Sfs("rotate-key tk --key-out " + KeyPath("tk-new")), &out), 0) << out;
+
+  errno = 0;
+  int fd = ::open((*mk + "/refused").c_str(), O_CREAT | O_WRONLY, 0644);
+  EXPECT_LT(fd, 0) << "the old key's session went on after rotate-key";
+  EXPECT_EQ(errno, EACCES);
+  if (fd >= 0) ::close(fd);
+
+  fs::rename(KeyPath("tk-new"), live);  // the admin installs the new key
+  ASSERT_EQ(RunShell("echo two > " + *mk + "/after 2>&1", &out), 0) << out;
+  std::string text;
+  std::getline(std::ifstream(mount() + "/tk/after"), text);
+  EXPECT_EQ(text, "two");
+  std::getline(std::ifstream(*mk + "/before"), text);
+  EXPECT_EQ(text, "one");
+  EXPECT_FALSE(fs::exists(mount() + "/tk/refused"));
+  EXPECT_TRUE(cluster().Unmount(*mk).ok());
+}
+
+// Sessions live in the MDS's memory: after an MDS restart (SIGKILL) a
+// tenant's mount authenticates again by itself, replays what the MDS had not
+// committed, inside its fileset, and carries on without an error.
+TEST_F(TenantTest, AMountCarriesOnAfterAnMdsRestart) {
+  MakeTenant("tg");
+  auto mg = cluster().Mount(cluster().root() + "/mnt-tg", MountOpts("tg", KeyPath("tg")));
+  ASSERT_TRUE(mg.ok()) << mg.status().ToString();
+  std::string out;
+  ASSERT_EQ(RunShell("mkdir " + *mg + "/d && echo one > " + *mg + "/d/before 2>&1", &out), 0)
+      << out;
+  ASSERT_TRUE(cluster().KillMds().ok());
+  ASSERT_TRUE(cluster().RestartMds().ok());
+  ASSERT_EQ(RunShell("echo two > " + *mg + "/d/after && cat " + *mg + "/d/before 2>&1", &out), 0)
+      << out;
+  EXPECT_NE(out.find("one"), std::string::npos) << out;
+  EXPECT_EQ(List(mount() + "/tg/d"), (std::set<std::string>{"after", "before"}))
+      << "the tenant's names are in its fileset, and nowhere else";
+  EXPECT_FALSE(fs::exists(mount() + "/d"));
+  EXPECT_TRUE(cluster().Unmount(*mg).ok());
 }
 
 // Last in the suite: while tenants are required, the fixture's default
