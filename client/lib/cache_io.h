@@ -23,7 +23,18 @@ Status CachedRead(DataCache& cache, Striper& striper, const File& f, uint64_t si
 Status CacheFill(DataCache& cache, Striper& striper, const File& f, uint64_t size, uint64_t off,
                  uint64_t end);
 
-// Bytes of [off, end) of f's blocks that the cache does not hold.
+// The data version an open of an inode gives out, from the version its
+// attributes show (lookup, readdir) and the MDS's boot epoch: the open puts
+// the epoch in the top bits (mds/namespace/create_open.cc, RegisterOpen),
+// and blocks are keyed by what the open gave.
+constexpr int kVersionEpochShift = 40;
+inline uint64_t OpenedVersion(uint64_t inode_version, uint64_t boot_epoch) {
+  return (boot_epoch << kVersionEpochShift) |
+         (inode_version & ((uint64_t{1} << kVersionEpochShift) - 1));
+}
+
+// Bytes of [off, end) of f's blocks that the cache neither holds nor is
+// fetching.
 uint64_t MissingBytes(DataCache& cache, const File& f, uint64_t size, uint64_t off, uint64_t end);
 // The same for inode ino at data version `version`, without an open.
 uint64_t MissingBytes(DataCache& cache, uint64_t ino, uint64_t version, uint64_t size,

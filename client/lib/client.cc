@@ -38,6 +38,7 @@
 #include "client/lib/mds_client.h"
 #include "client/lib/migrate.h"
 #include "client/lib/oss_pool.h"
+#include "client/lib/hint_resolver.h"
 #include "client/lib/prefetcher.h"
 #include "client/lib/space_ops.h"
 #include "client/lib/write_behind.h"
@@ -52,6 +53,8 @@ namespace {
 constexpr auto kPingPeriod = std::chrono::milliseconds(5000);
 // Deferred closes waiting beyond this many are sent at once (a few requests' worth).
 constexpr size_t kMaxQueuedCloses = 4 * MdsClient::kMaxCarriedCloses;
+// A prefetch handle's release waits at most this long for a request to carry it.
+constexpr std::chrono::milliseconds kPrefetchCloseDelay{10};
 constexpr uint64_t kMaxFileSize = static_cast<uint64_t>(LLONG_MAX);
 
 int64_t NowNs() {
@@ -107,6 +110,7 @@ class Client::Impl {
   // entry only misranks; what is fetched is always resolved afresh).
   std::mutex memo_mu;
   std::unordered_map<std::string, uint64_t> memo;  // GUARDED_BY(memo_mu)
+  std::unique_ptr<HintResolver> resolver;  // iff cache: the hint's paths -> attributes
   // Reset first by ~Client: its workers call into everything else.
   std::unique_ptr<Prefetcher> prefetcher;  // iff cache
 
@@ -430,16 +434,23 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   }
   Impl* raw = impl.get();
   // Before the keepalive thread makes the first call that may carry closes.
-  if (opts.close_delay.count() > 0) mds->EnableDeferredCloses(opts.close_delay, kMaxQueuedCloses);
+  // The prefetcher's handles never write: their releases always ride on a
+  // later request (its own next open, usually) rather than cost a round
+  // trip each, also when other closes are not deferred (close_delay 0).
+  const bool cache_on = opts.cache_ram > 0 || !opts.cache_dir.empty();
+  const std::chrono::milliseconds defer =
+      opts.close_delay.count() > 0 ? opts.close_delay
+                                   : cache_on ? kPrefetchCloseDelay : std::chrono::milliseconds(0);
+  if (defer.count() > 0) mds->EnableDeferredCloses(defer, kMaxQueuedCloses);
   mds->SetEpochListener([raw] {
     if (Keepalive* k = raw->keepalive_ptr.load()) k->Kick();
   });
   impl->keepalive = std::make_unique<Keepalive>(kPingPeriod, [raw] { raw->Ping(); });
   impl->keepalive_ptr = impl->keepalive.get();
-  if (opts.close_delay.count() > 0) {
+  if (defer.count() > 0) {
     impl->close_flusher = std::thread([raw] { raw->FlushClosesLoop(); });
   }
-  if (opts.cache_ram > 0 || !opts.cache_dir.empty()) {
+  if (cache_on) {
     DataCache::Options co;
     co.dir = opts.cache_dir;
     co.disk_bytes = opts.cache_size > 0 ? opts.cache_size : uint64_t{1} << 30;
@@ -453,6 +464,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   auto client = std::unique_ptr<Client>(new Client(std::move(impl)));
   if (raw->cache) {
     Client* self = client.get();
+    raw->resolver = std::make_unique<HintResolver>(*self);
     raw->prefetcher = std::make_unique<Prefetcher>(
         opts.prefetch_threads, opts.prefetch_depth,
         [raw, self](const Cred& c, const PrefetchItem& it, uint64_t pos) {
@@ -642,7 +654,9 @@ Status Client::Close(const std::shared_ptr<File>& f) {
   // Nothing to report: the release may wait for the next request (or the
   // flusher). A handle that wrote keeps its close synchronous, so that the
   // file is no longer "open for write" (migrate) once close(2) is answered.
-  if (!written && !r.has_size && wb_error.ok() && impl_->mds->DeferClose(f->ino_, open_id)) {
+  const bool may_defer = impl_->opts.close_delay.count() > 0 || f->prefetch_;
+  if (may_defer && !written && !r.has_size && wb_error.ok() &&
+      impl_->mds->DeferClose(f->ino_, open_id)) {
     return Status::Ok();
   }
   Status st = impl_->mds->Close(f->cred_, f->ino_, open_id, r);
@@ -1083,7 +1097,8 @@ Prefetcher::Outcome Client::Impl::PrefetchOne(Client& self, const Cred& c,
     cache->CountPrefetch(false);
     return Prefetcher::Outcome::kSkipped;
   };
-  Result<Attr> a = self.ResolvePath(c, it.path);
+  // One listing per hinted directory, not a lookup per file (hint_resolver.h).
+  Result<Attr> a = resolver->Resolve(c, it.path);
   if (!a.ok() || !S_ISREG(a->mode)) return skip();
   {
     std::lock_guard<std::mutex> lock(memo_mu);
@@ -1096,12 +1111,18 @@ Prefetcher::Outcome Client::Impl::PrefetchOne(Client& self, const Cred& c,
   const uint64_t end = it.length >= a->size - std::min(a->size, it.offset)
                            ? a->size
                            : it.offset + it.length;
-  // Held already at the version the lookup shows: no open, no fetch. (A
+  // Held already at the version the listing shows: no open, no fetch. (A
   // version changed since is caught by the reader's own open, which then
-  // misses; nothing stale is served.)
-  if (a->data_version != 0 && MissingBytes(*cache, a->ino, a->data_version, a->size, it.offset,
-                                           end) == 0) {
-    return Prefetcher::Outcome::kDone;
+  // misses; nothing stale is served.) The attributes show the inode's own
+  // version, blocks are keyed by the one an open gives out: compared raw,
+  // they never matched, and every held file was opened again each epoch.
+  if (a->data_version != 0) {
+    const uint64_t version = OpenedVersion(a->data_version, mds->boot_epoch());
+    const uint64_t missing = MissingBytes(*cache, a->ino, version, a->size, it.offset, end);
+    if (missing == 0) return Prefetcher::Outcome::kDone;
+    // Decided before the open: a worker waiting for room re-asks at every
+    // frontier move, and an open each time cost the MDS more than the fetch.
+    if (!cache->WorthFetching(pos, missing)) return Prefetcher::Outcome::kNotYet;
   }
   Result<std::shared_ptr<File>> f = self.Open(c, a->ino, O_RDONLY, nullptr);
   if (!f.ok()) return skip();
@@ -1140,6 +1161,7 @@ Status Client::Prefetch(const Cred& c, std::vector<PrefetchItem> items, uint64_t
   } else {
     impl_->cache->SetHint(groups);
   }
+  impl_->resolver->Reset(items, append);
   impl_->prefetcher->Start(c, std::move(items), lookahead, append);
   return Status::Ok();
 }

@@ -242,7 +242,7 @@ Block DataCache::Get(const BlockKey& k, uint32_t len, bool count) {
 
 bool DataCache::Contains(const BlockKey& k) {
   std::lock_guard<std::mutex> lock(mu_);
-  return index_.contains(k);
+  return index_.contains(k) || inflight_.contains(k);
 }
 
 void DataCache::Put(const BlockKey& k, Block b, bool prefetched) {

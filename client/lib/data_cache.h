@@ -77,6 +77,7 @@ class DataCache {
   // (its part of the file at that version); a held block of another length
   // is dropped. Counts a hit or a miss (count = false: a prefetcher probe).
   Block Get(const BlockKey& k, uint32_t len, bool count = true);
+  // Held, or being fetched by a claim (the prefetcher need not fetch it).
   bool Contains(const BlockKey& k);
   // Keeps b as k, evicting to fit (nothing if it cannot fit at all).
   void Put(const BlockKey& k, Block b, bool prefetched = false);

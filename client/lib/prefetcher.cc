@@ -15,6 +15,7 @@ Prefetcher::~Prefetcher() {
     stop_ = true;
   }
   cv_.notify_all();
+  room_cv_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
@@ -32,17 +33,34 @@ void Prefetcher::Start(const Cred& c, std::vector<PrefetchItem> items, uint64_t 
     for (PrefetchItem& it : items) items_.push_back(std::move(it));
   }
   cv_.notify_all();
+  room_cv_.notify_all();
   idle_cv_.notify_all();
 }
 
 void Prefetcher::Advance(uint64_t pos) {
+  uint64_t admitted = 0;
+  bool room_waiters = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (pos >= items_.size()) return;
+    if (pos + 1 > frontier_ && lookahead_ != UINT64_MAX) {
+      // Entries the window admits now: one idle worker each, not all of
+      // them (a wake-up of every worker at every reader's close cost the
+      // readers' CPU on a small machine).
+      const uint64_t end = std::min<uint64_t>(items_.size(), pos + 1 + lookahead_);
+      const uint64_t old_end = std::min<uint64_t>(items_.size(), frontier_ + lookahead_);
+      admitted = end > old_end ? end - old_end : 0;
+    }
     frontier_ = std::max(frontier_, pos + 1);
     ++moves_;
+    room_waiters = room_waiters_ > 0;
   }
-  cv_.notify_all();
+  if (admitted >= threads_.size()) {
+    cv_.notify_all();
+  } else {
+    for (uint64_t i = 0; i < admitted; ++i) cv_.notify_one();
+  }
+  if (room_waiters) room_cv_.notify_all();
 }
 
 void Prefetcher::Clear() { Start(Cred{}, {}, 0, false); }
@@ -70,7 +88,9 @@ void Prefetcher::Loop() {
       lock.lock();
       // Nothing can make room without a reader (warm mode): give up on it.
       if (out != Outcome::kNotYet || !bounded) break;
-      cv_.wait(lock, [&] { return stop_ || gen_ != gen || moves_ != moves; });
+      ++room_waiters_;
+      room_cv_.wait(lock, [&] { return stop_ || gen_ != gen || moves_ != moves; });
+      --room_waiters_;
       if (stop_ || gen_ != gen) break;
     }
     if (gen_ == gen) ++done_;

@@ -47,7 +47,8 @@ class Prefetcher {
   const uint64_t default_lookahead_;
   FetchFn fetch_;
   std::mutex mu_;
-  std::condition_variable cv_;       // work or a frontier move
+  std::condition_variable cv_;       // work (an entry the window admits), a new hint, stop
+  std::condition_variable room_cv_;  // a frontier move, for workers whose entry got kNotYet
   std::condition_variable idle_cv_;  // an entry finished
   Cred cred_;                        // GUARDED_BY(mu_)
   std::vector<PrefetchItem> items_;  // GUARDED_BY(mu_)
@@ -57,6 +58,7 @@ class Prefetcher {
   uint64_t done_ = 0;                // GUARDED_BY(mu_)
   uint64_t gen_ = 0;                 // GUARDED_BY(mu_): bumped by a replacing Start/Clear
   uint64_t moves_ = 0;               // GUARDED_BY(mu_): frontier moves (kNotYet waits on it)
+  int room_waiters_ = 0;             // GUARDED_BY(mu_): workers waiting on room_cv_
   bool stop_ = false;                // GUARDED_BY(mu_)
   std::vector<std::thread> threads_;
 };

@@ -56,10 +56,12 @@ class CacheTest : public ClusterPerTest {
     ClusterPerTest::TearDown();
   }
 
-  // Writes data as /name through libsfs (no mount has its pages).
-  void Put(const std::string& name, const std::string& data) {
+  // Writes data as name in directory parent (default /) through libsfs (no
+  // mount has its pages).
+  void Put(const std::string& name, const std::string& data,
+           uint64_t parent = client::kRootIno) {
     client::Attr a;
-    auto f = client_->Create(kRoot, client::kRootIno, name, S_IFREG | 0644,
+    auto f = client_->Create(kRoot, parent, name, S_IFREG | 0644,
                              O_WRONLY | O_CREAT | O_TRUNC, &a);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().ToString();
     auto w = client_->Write(**f, 0, {reinterpret_cast<const uint8_t*>(data.data()), data.size()});
@@ -229,6 +231,68 @@ TEST_F(CacheTest, PrefetchOfAListWarmsTheCacheAndTheReadsThatFollowAreHits) {
   ASSERT_TRUE(WriteFile(list_path, *a + "/s0\tx\t5\n"));
   EXPECT_EQ(RunShell(SfsBinary() + " prefetch --list " + list_path + " 2>&1", &out), 1) << out;
   EXPECT_NE(out.find("bad offset"), std::string::npos) << out;
+}
+
+// The hint's resolution (client/lib/hint_resolver.h): a directory the hint
+// names many files of is listed once instead of looked up file by file, a
+// file held at the version the listing shows is neither opened nor fetched,
+// and one rewritten since the last epoch is fetched at its new version.
+TEST_F(CacheTest, AHintListsItsDirectoryOnceAndOpensOnlyWhatItMustFetch) {
+  auto a = cluster().Mount({}, {"cache_ram=64M"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto d = client_->Mkdir(kRoot, client::kRootIno, "d", 0755);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  constexpr int kFiles = 40;
+  std::vector<std::string> data;
+  std::string list;
+  for (int i = 0; i < kFiles; ++i) {
+    data.push_back(Random(20 << 10, 300 + i));
+    Put("f" + std::to_string(i), data.back(), d->ino);
+    list += *a + "/d/f" + std::to_string(i) + "\n";
+  }
+  const std::string list_path = cluster().root() + "/order.txt";
+  ASSERT_TRUE(WriteFile(list_path, list));
+  auto mds_ops = [&](const std::string& op) {
+    Result<std::string> m = metrics::HttpGet(cluster().mds_metrics_address(), "/metrics");
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    return m.ok() ? Sample(*m, "sfs_mds_requests_total{op=\"" + op + "\"}") : -1.0;
+  };
+  auto prefetch = [&] {
+    std::string out;
+    EXPECT_EQ(RunShell(SfsBinary() + " prefetch --wait --list " + list_path + " 2>&1", &out), 0)
+        << out;
+  };
+  // Cold: one lookup of /d, one of its first entry, one listing; an open per
+  // file. (The CLI's look at its first path may cost the mount two lookups
+  // more; a lookup per file would be 40.)
+  double lookups = mds_ops("lookup"), opens = mds_ops("open"), lists = mds_ops("readdir");
+  prefetch();
+  EXPECT_LE(mds_ops("lookup") - lookups, 4.0);
+  EXPECT_EQ(mds_ops("readdir") - lists, 1.0);
+  EXPECT_EQ(mds_ops("open") - opens, double{kFiles});
+  EXPECT_EQ(StatusOf(*a).prefetch_files, uint64_t{kFiles});
+
+  // Another epoch, everything held: no open at all.
+  lookups = mds_ops("lookup"), opens = mds_ops("open");
+  prefetch();
+  EXPECT_LE(mds_ops("lookup") - lookups, 4.0);
+  EXPECT_EQ(mds_ops("open") - opens, 0.0);
+  EXPECT_EQ(StatusOf(*a).prefetch_files, uint64_t{kFiles});
+
+  // f7 rewritten by another client: the next hint fetches it, at its new version.
+  data[7] = Random(24 << 10, 999);
+  Put("f7", data[7], d->ino);
+  opens = mds_ops("open");
+  prefetch();
+  EXPECT_EQ(mds_ops("open") - opens, 1.0);
+  EXPECT_EQ(StatusOf(*a).prefetch_files, uint64_t{kFiles} + 1);
+  const double before = OssReadBytes();
+  std::string got;
+  for (int i = 0; i < kFiles; ++i) {
+    ASSERT_EQ(ReadFresh(*a + "/d/f" + std::to_string(i), &got), 0);
+    EXPECT_TRUE(SameBytes(got, data[i])) << i;
+  }
+  EXPECT_EQ(OssReadBytes(), before) << "hinted files were read from the OSSes again";
 }
 
 TEST_F(CacheTest, TheCacheNeverGrowsPastItsSize) {

@@ -27,13 +27,17 @@ namespace {
 constexpr const char* kUsage =
     "usage: sfs-bench train -o DIR [-n FILES (default 2000)] [--workers K (default 4)]\n"
     "                       [--epochs E (default 3)] [--seed S] [--prepare] [--json]\n"
-    "                       [--mds HOST:PORT [--cache-ram SIZE] [--hint] [--transport T]]\n"
+    "                       [--drop-caches]\n"
+    "                       [--mds HOST:PORT [--cache-ram SIZE] [--hint] [--transport T]\n"
+    "                        [--prefetch-threads N] [--prefetch-depth N]]\n"
     "Reads DIR/s000000.. (written first with --prepare: 4-256 KiB each, mean about\n"
     "105 KiB) once per epoch in a new seeded permutation, split across K threads as\n"
     "DistributedSampler splits it. With --mds DIR is inside StripeFS, read through\n"
     "libsfs; --cache-ram turns the client cache on (0 = off), --hint hands it each\n"
-    "epoch's order first. Without --mds DIR is any directory (ext4, a mount), read\n"
-    "with pread. Page caches are not dropped (that would disturb a shared machine).\n";
+    "epoch's order first (its hand-over is part of the epoch's time). Without --mds\n"
+    "DIR is any directory (ext4, a mount), read with pread. --drop-caches writes 3 to\n"
+    "/proc/sys/vm/drop_caches before each epoch (root; this machine's page cache:\n"
+    "clients' and servers' on one host; it disturbs everything else running).\n";
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -43,7 +47,8 @@ struct Args {
   std::string dir, mds, transport = "auto";
   int files = 2000, workers = 4, epochs = 3;
   uint64_t seed = 1, cache_ram = 0;
-  bool hint = false, prepare = false, json = false;
+  int prefetch_threads = 0, prefetch_depth = 0;  // 0 = client::Options' defaults
+  bool hint = false, prepare = false, json = false, drop_caches = false;
 };
 
 bool Parse(int argc, char** argv, Args* a) {
@@ -52,6 +57,7 @@ bool Parse(int argc, char** argv, Args* a) {
     if (f == "--json") { a->json = true; continue; }
     if (f == "--hint") { a->hint = true; continue; }
     if (f == "--prepare") { a->prepare = true; continue; }
+    if (f == "--drop-caches") { a->drop_caches = true; continue; }
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
     if (f == "-o") a->dir = v;
@@ -61,6 +67,8 @@ bool Parse(int argc, char** argv, Args* a) {
     else if (f == "--seed") a->seed = std::strtoull(v, nullptr, 10);
     else if (f == "--mds") a->mds = v;
     else if (f == "--transport") a->transport = v;
+    else if (f == "--prefetch-threads") a->prefetch_threads = std::atoi(v);
+    else if (f == "--prefetch-depth") a->prefetch_depth = std::atoi(v);
     else if (f == "--cache-ram") {
       Result<uint64_t> n = client::ParseSize(v);
       if (!n.ok()) return false;
@@ -68,6 +76,7 @@ bool Parse(int argc, char** argv, Args* a) {
     } else return false;
   }
   if (a->hint && a->cache_ram == 0) return false;
+  if (a->prefetch_threads < 0 || a->prefetch_depth < 0) return false;
   return !a->dir.empty() && a->files > 0 && a->workers > 0 && a->epochs > 0;
 }
 
@@ -128,6 +137,8 @@ class SfsStore final : public Store {
     o.mds_address = a.mds;
     SFS_ASSIGN_OR_RETURN(o.transport, client::ParseTransport(a.transport));
     o.cache_ram = a.cache_ram;
+    if (a.prefetch_threads > 0) o.prefetch_threads = a.prefetch_threads;
+    if (a.prefetch_depth > 0) o.prefetch_depth = a.prefetch_depth;
     SFS_ASSIGN_OR_RETURN(std::unique_ptr<client::Client> c, client::Client::Connect(o));
     auto s = std::unique_ptr<SfsStore>(new SfsStore(std::move(c), a.dir));
     Result<client::Attr> d = s->c_->ResolvePath(s->cred_, a.dir);
@@ -189,6 +200,17 @@ struct Epoch {
   uint64_t bytes = 0, oss_bytes = 0;
 };
 
+// Empties this machine's page cache (dirty pages written first).
+Status DropCaches() {
+  ::sync();
+  int fd = ::open("/proc/sys/vm/drop_caches", O_WRONLY);
+  if (fd < 0) return Status(errno, "/proc/sys/vm/drop_caches (root only)");
+  ssize_t n = ::write(fd, "3\n", 2);
+  int err = errno;
+  ::close(fd);
+  return n == 2 ? Status() : Status(err, "writing /proc/sys/vm/drop_caches");
+}
+
 int Fail(const std::string& what, const Status& st) {
   std::fprintf(stderr, "sfs-bench train: %s: %s\n", what.c_str(), st.ToString().c_str());
   return 1;
@@ -237,7 +259,13 @@ int RunTrain(int argc, char** argv) {
     for (int i = 0; i < a.files; ++i) order[i] = i;
     std::mt19937_64 rng(a.seed * 1000003 + static_cast<uint64_t>(e));
     std::shuffle(order.begin(), order.end(), rng);
+    if (a.drop_caches) {
+      Status st = DropCaches();
+      if (!st.ok()) return Fail("--drop-caches", st);
+    }
     client::CacheStats before;
+    if (sfs != nullptr && a.cache_ram > 0) before = *sfs->client().CacheStatus();
+    auto t0 = std::chrono::steady_clock::now();
     if (sfs != nullptr && a.cache_ram > 0) {
       if (a.hint) {
         // One cache per process: the hint is the whole epoch in the order the
@@ -248,13 +276,11 @@ int RunTrain(int argc, char** argv) {
         Status st = sfs->client().Prefetch(sfs->cred(), std::move(items));
         if (!st.ok()) return Fail("prefetch", st);
       }
-      before = *sfs->client().CacheStatus();
     }
     std::vector<std::vector<double>> lat(a.workers);
     std::atomic<uint64_t> bytes{0};
     std::mutex err_mu;
     Status err;
-    auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
     for (int w = 0; w < a.workers; ++w) {
       threads.emplace_back([&, w] {
