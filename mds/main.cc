@@ -54,7 +54,7 @@ constexpr const char* kUsage =
     "usage: sfs-mds [--config FILE (default /etc/stripefs/mds.conf)] --data DIR --listen HOST:PORT [--client-timeout-ms N] [--ost-timeout-ms N] "
     "[--replay on|off (default on)] [--recovery-window-ms N (default 5000)] "
     "[--commit-interval-ms N (default 1000 with replay; without, 0 = commit before every reply)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
-    "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N] [--rebuild-mibps N] "
+    "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N] [--rebuild-mibps N] [--scrub-call-ms N] "
     "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)] "
     "[--cluster-key FILE (mode 0600: sign capabilities the OSSes check)]";
 
@@ -77,6 +77,7 @@ struct Flags {
   // (mds/lock/lock_table.h); clients reconnect within about a second.
   int64_t lock_grace_ms = 6000;
   double rebuild_mibps = 0;  // rebuild/resync write rate bound, 0 = none
+  int64_t scrub_call_ms = 2000;  // how long one ScrubReq reads before it answers "more"
   std::string metrics_listen;  // "" = no metrics endpoint (the default)
   std::string cluster_key;     // "" = no capabilities (docs/security.md)
   // Not in the usage: shortened only by tests of renewal (capability_test).
@@ -137,6 +138,8 @@ Flags ParseFlags(const std::vector<config::Arg>& args) {
     } else if (a == "--io-threads") {
       f.io_threads = ParseMs(where, a, v);  // a positive integer
       if (f.io_threads > 64) UsageError(where + "bad value for " + a);
+    } else if (a == "--scrub-call-ms") {
+      f.scrub_call_ms = ParseMs(where, a, v);
     } else if (a == "--rebuild-mibps") {
       f.rebuild_mibps = static_cast<double>(ParseMs(where, a, v, /*zero_ok=*/true));  // MiB/s
     } else if (a == "--lock-grace-ms") {
@@ -303,6 +306,7 @@ int Run(Flags flags, const sigset_t& stop_signals) {
   // Stale mirror copies are resynced once their OSS is back (docs/redundancy.md).
   MirrorResyncer resyncer(&ns, &osts, io.get(), std::chrono::milliseconds(1000), key);
   resyncer.set_rate_mibps(flags.rebuild_mibps);
+  resyncer.set_scrub_call(std::chrono::milliseconds(flags.scrub_call_ms));
   // Leases: only if an earlier instance granted some may a client still hold
   // one, so only then do revocations wait out a grace period after start.
   LeaseOptions lopts;
@@ -319,7 +323,7 @@ int Run(Flags flags, const sigset_t& stop_signals) {
   service.set_rebuild_status([&resyncer](proto::RebuildStatusResp* out) { resyncer.FillStatus(out); });
   service.set_rebuild_kick([&resyncer] { resyncer.Kick(); });
   service.set_scrub([&resyncer](const proto::ScrubReq& req, proto::ScrubResp* out) {
-    return resyncer.ScrubFile(req.ino(), req.repair(), out);
+    return resyncer.ScrubFile(req, out);
   });
   service.set_capability_lifetime_s(flags.capability_lifetime_s);
   // Locks: as for leases, a grace period for reclaims only if an earlier

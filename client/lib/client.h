@@ -228,6 +228,7 @@ struct RebuildStatus {
   uint64_t files_pending = 0, objects_pending = 0, bytes_pending = 0;
   uint64_t objects_done = 0, bytes_done = 0, failures = 0;
   double bytes_per_s = 0;
+  std::vector<std::string> paused;  // one line per full OST the rebuild waits on
 };
 
 // One file's scrub by the MDS (`sfs scrub`; mds.proto ScrubResp).
@@ -236,6 +237,7 @@ struct ScrubResult {
   uint64_t repairs_queued = 0;
   bool busy = false;
   std::vector<std::string> problems;
+  uint64_t calls = 0;  // ScrubReqs it took (each reads for about two seconds)
 };
 
 // An OST pool: a named set of OSTs that layouts may name (LayoutSpec::pool).
@@ -524,6 +526,7 @@ class Client {
   Result<RebuildStatus> GetRebuildStatus();
   // Has the MDS scrub one file (root): reads every copy/chunk, checks crcs,
   // copy and parity agreement; with repair, bad objects are queued for resync.
+  // As many MDS calls as the file takes, each bounded in time.
   Result<ScrubResult> Scrub(const Cred& c, uint64_t ino, bool repair);
 
   // Walks an absolute path from the root ("/" is the root). Follows no symlinks.

@@ -1,5 +1,7 @@
 // MdsClient's lost-OST and rebuild calls (mds.proto OstLostReq,
 // RebuildStatusReq; docs/redundancy.md "Rebuild").
+#include <set>
+
 #include "client/lib/mds_client.h"
 #include "mds.pb.h"
 
@@ -28,24 +30,37 @@ Result<RebuildStatus> MdsClient::GetRebuildStatus() {
   out.bytes_done = r.bytes_done();
   out.failures = r.failures();
   out.bytes_per_s = r.bytes_per_s();
+  out.paused.assign(r.paused().begin(), r.paused().end());
   return out;
 }
 
+// One ScrubReq reads for about two seconds; the file's scrub is as many as
+// it takes, each from where the last stopped (mds.proto ScrubReq), so that
+// none nears the RPC timeout (a timed-out call would be retried from its start).
 Result<ScrubResult> MdsClient::Scrub(const Cred& c, uint64_t ino, bool repair) {
-  proto::MdsRequest req;
-  req.mutable_scrub()->set_ino(ino);
-  req.mutable_scrub()->set_repair(repair);
-  proto::MdsResponse resp;
-  SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
-  const proto::ScrubResp& r = resp.scrub();
   ScrubResult out;
-  out.objects_checked = r.objects_checked();
-  out.bytes_checked = r.bytes_checked();
-  out.bad_objects = r.bad_objects();
-  out.mismatched_rows = r.mismatched_rows();
-  out.repairs_queued = r.repairs_queued();
-  out.busy = r.busy();
-  out.problems.assign(r.problems().begin(), r.problems().end());
+  std::set<int32_t> bad;  // an object bad in several calls counts once
+  uint64_t offset = 0;
+  for (;;) {
+    proto::MdsRequest req;
+    req.mutable_scrub()->set_ino(ino);
+    req.mutable_scrub()->set_repair(repair);
+    req.mutable_scrub()->set_offset(offset);
+    proto::MdsResponse resp;
+    SFS_RETURN_IF_ERROR(Call(&c, &req, &resp));
+    const proto::ScrubResp& r = resp.scrub();
+    out.objects_checked += r.objects_checked();
+    out.bytes_checked += r.bytes_checked();
+    out.mismatched_rows += r.mismatched_rows();
+    out.repairs_queued += r.repairs_queued();
+    out.busy = out.busy || r.busy();
+    out.problems.insert(out.problems.end(), r.problems().begin(), r.problems().end());
+    bad.insert(r.bad_indices().begin(), r.bad_indices().end());
+    ++out.calls;
+    if (!r.more() || r.busy() || r.next_offset() <= offset) break;
+    offset = r.next_offset();
+  }
+  out.bad_objects = bad.size();
   return out;
 }
 

@@ -22,7 +22,8 @@
 // OSTs without a pool, as Lustre does, rather than failing every create.
 //
 // Mirrors: mirror_count N (1..3; 0 = inherit) keeps N copies of every stripe
-// object, the copies of one stripe on N distinct OSTs (copy m of stripe s is
+// object, the copies of one stripe on N distinct OSTs of N distinct OSSes (an
+// OSS serving several OSTs holds one copy of a stripe at most; copy m of stripe s is
 // objects[m * stripe_count + s]). Copy 0 takes the allocator's picks; copy m
 // of a stripe takes the OST m places after copy 0's in the ring of all
 // candidate OSTs, skipping any its stripe already uses, so that copies spread
@@ -31,18 +32,19 @@
 // EINVAL (the copies would not hold the data).
 //
 // Erasure codes: ec_data K and ec_parity M (both 0 = not erasure-coded) make
-// a file of K+M objects on K+M distinct OSTs (stripe_count is K+M), written
+// a file of K+M objects on K+M distinct OSSes (stripe_count is K+M), written
 // by the client as rows of K data chunks of stripe_size bytes plus M
 // Reed-Solomon parity chunks, parity rotating over the objects
 // (common/ec/ec_geometry.h, docs/redundancy.md). EC excludes mirrors; a
 // later mirror_count or stripe_count without EC (e.g. -N 1 or -c 4 on a
 // subdirectory of an EC directory) turns EC off, and a later EC turns
-// mirrors off. K+M larger than the OSTs up (or the pool's) is EINVAL, as is
+// mirrors off. K+M larger than the OSSes up (or the pool's) is EINVAL, as is
 // making a file with data erasure-coded (sfs migrate does that).
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include "common/log.h"
 #include "mds/namespace/keys.h"
@@ -133,11 +135,22 @@ Status Namespace::ValidateLayout(const proto::Layout& l, bool for_setstripe) con
                                      " exceeds the " + std::to_string(osts_->UpCount()) +
                                      " OSTs up (each copy needs its own OST)");
   }
+  if (l.mirror_count() > 1 && l.mirror_count() > osts_->UpOssCount()) {
+    return Status::Errno(EINVAL, "mirror_count " + std::to_string(l.mirror_count()) +
+                                     " exceeds the " + std::to_string(osts_->UpOssCount()) +
+                                     " OSSes up (each copy needs its own OSS)");
+  }
   if (l.ec_data() != 0 && EcWidth(l) > osts_->UpCount()) {
     return Status::Errno(EINVAL, "EC " + std::to_string(l.ec_data()) + "+" +
                                      std::to_string(l.ec_parity()) + " needs " +
                                      std::to_string(EcWidth(l)) + " OSTs, " +
                                      std::to_string(osts_->UpCount()) + " are up");
+  }
+  if (l.ec_data() != 0 && EcWidth(l) > osts_->UpOssCount()) {
+    return Status::Errno(EINVAL, "EC " + std::to_string(l.ec_data()) + "+" +
+                                     std::to_string(l.ec_parity()) + " needs " +
+                                     std::to_string(EcWidth(l)) + " OSSes (one chunk each), " +
+                                     std::to_string(osts_->UpOssCount()) + " are up");
   }
   if (l.start_ost() >= 0 && static_cast<size_t>(l.start_ost()) >= osts_->KnownCount()) {
     return Status::Errno(EINVAL, "no such OST");
@@ -181,6 +194,16 @@ Status Namespace::ValidatePool(const proto::Layout& l) const {
                                      std::to_string(EcWidth(l)) + " OSTs, " + std::to_string(up) +
                                      " are up in pool '" + l.pool() + "'");
   }
+  const size_t oss_up = osts_->UpOssCount(&members);
+  const uint32_t spread = l.ec_data() != 0 ? EcWidth(l) : l.mirror_count();  // one per OSS
+  if (spread > 1 && spread > oss_up) {
+    const std::string what = l.ec_data() != 0 ? "EC " + std::to_string(l.ec_data()) + "+" +
+                                                    std::to_string(l.ec_parity())
+                                              : "mirror_count " + std::to_string(spread);
+    return Status::Errno(EINVAL, what + " needs " + std::to_string(spread) + " OSSes, " +
+                                     std::to_string(oss_up) + " are up in pool '" + l.pool() +
+                                     "'");
+  }
   if (l.start_ost() >= 0 &&
       std::find(members.begin(), members.end(), static_cast<uint32_t>(l.start_ost())) ==
           members.end()) {
@@ -211,20 +234,23 @@ Result<proto::Layout> Namespace::AllocateLayout(const proto::Layout& want,
   if (SetsAnything(want)) SFS_RETURN_IF_ERROR(ValidateLayout(want, false));
   proto::Layout l = Merge(want, base);
   SFS_ASSIGN_OR_RETURN(auto allowed, AllowedOsts(&l, !want.pool().empty()));
-  std::vector<uint32_t> picks =
-      osts_->Pick(l.stripe_count(), l.start_ost(), allowed ? &*allowed : nullptr);
+  const bool ec = l.ec_data() != 0;
+  std::vector<uint32_t> picks = osts_->Pick(l.stripe_count(), l.start_ost(),
+                                            allowed ? &*allowed : nullptr, /*distinct_oss=*/ec);
   if (picks.empty()) return Status::Errno(ENOSPC, "no OSTs registered");
-  if (l.ec_data() != 0 && picks.size() != EcWidth(l)) {
-    // Every chunk of a row on its own OST, or one lost OST could take two.
+  if (ec && picks.size() != EcWidth(l)) {
+    // Every chunk of a row on its own OSS, or one lost OSS could take two.
     return Status::Errno(EINVAL, "EC " + std::to_string(l.ec_data()) + "+" +
                                      std::to_string(l.ec_parity()) + " needs " +
-                                     std::to_string(EcWidth(l)) + " OSTs, " +
+                                     std::to_string(EcWidth(l)) + " OSSes, " +
                                      std::to_string(picks.size()) + " are available");
   }
   const uint32_t mirrors = std::max<uint32_t>(l.mirror_count(), 1);
   std::vector<uint32_t> ring;
+  std::vector<std::string> ring_oss;
   if (mirrors > 1) ring = osts_->Pick(-1, -1, allowed ? &*allowed : nullptr);
-  SFS_ASSIGN_OR_RETURN(std::vector<uint32_t> all, PlaceMirrors(picks, ring, mirrors));
+  for (uint32_t ost : ring) ring_oss.push_back(osts_->OssOf(ost));
+  SFS_ASSIGN_OR_RETURN(std::vector<uint32_t> all, PlaceMirrors(picks, ring, mirrors, ring_oss));
   for (size_t i = 0; i < all.size(); ++i) {
     SFS_ASSIGN_OR_RETURN(uint64_t oid, AllocOid());
     proto::StripeObject* o = l.add_objects();
@@ -238,23 +264,43 @@ Result<proto::Layout> Namespace::AllocateLayout(const proto::Layout& want,
 }
 
 Result<std::vector<uint32_t>> PlaceMirrors(const std::vector<uint32_t>& picks,
-                                           const std::vector<uint32_t>& ring, uint32_t mirrors) {
+                                           const std::vector<uint32_t>& ring, uint32_t mirrors,
+                                           const std::vector<std::string>& oss) {
   std::vector<uint32_t> out = picks;
   if (mirrors <= 1) return out;
-  if (ring.size() < mirrors) {
+  // The OSS of ring entry k; without `oss`, every OST is an OSS of its own.
+  auto oss_at = [&](size_t k) {
+    return oss.empty() ? "#" + std::to_string(ring[k]) : oss[k];
+  };
+  std::vector<std::string> all_oss;
+  for (size_t k = 0; k < ring.size(); ++k) {
+    if (std::find(all_oss.begin(), all_oss.end(), oss_at(k)) == all_oss.end()) {
+      all_oss.push_back(oss_at(k));
+    }
+  }
+  if (all_oss.size() < mirrors) {
+    const std::string one = oss.empty() ? "OST" : "OSS", many = oss.empty() ? "OSTs" : "OSSes";
     return Status::Errno(EINVAL, "mirror_count " + std::to_string(mirrors) + " exceeds the " +
-                                     std::to_string(ring.size()) +
-                                     " OSTs available (each copy needs its own OST)");
+                                     std::to_string(all_oss.size()) + " " + many +
+                                     " available (each copy needs its own " + one + ")");
   }
   out.resize(picks.size() * mirrors);
   for (size_t s = 0; s < picks.size(); ++s) {
     auto at = std::find(ring.begin(), ring.end(), picks[s]);
     size_t base = at == ring.end() ? s : static_cast<size_t>(at - ring.begin());
-    std::vector<uint32_t> used{picks[s]};
+    std::vector<std::string> used{at == ring.end() ? "#" + std::to_string(picks[s])
+                                                   : oss_at(base)};
+    std::vector<uint32_t> used_osts{picks[s]};
     for (uint32_t m = 1; m < mirrors; ++m) {
       size_t k = base + m;
-      while (std::find(used.begin(), used.end(), ring[k % ring.size()]) != used.end()) ++k;
-      used.push_back(ring[k % ring.size()]);
+      // Terminates: all_oss.size() >= mirrors leaves an OSS unused.
+      while (std::find(used.begin(), used.end(), oss_at(k % ring.size())) != used.end() ||
+             std::find(used_osts.begin(), used_osts.end(), ring[k % ring.size()]) !=
+                 used_osts.end()) {
+        ++k;
+      }
+      used.push_back(oss_at(k % ring.size()));
+      used_osts.push_back(ring[k % ring.size()]);
       out[m * picks.size() + s] = ring[k % ring.size()];
     }
   }

@@ -87,7 +87,7 @@ TEST_F(LifecycleTest, DestroyedObjectsLeaveTheQueueOnOkOrEnoent) {
   DestroyQueue queue(store_.get(), osts_.get(), &fake);
   EXPECT_EQ(queue.RunOnce(), 1u);
   EXPECT_EQ(fake.calls.size(), 3u);
-  EXPECT_EQ(fake.calls[0].address, "127.0.0.1:9");
+  EXPECT_EQ(fake.calls[0].address, OssAddress(fake.calls[0].ost));
   EXPECT_EQ(CountKeys(keys::kQueue), 1u);
   fake.answers.clear();
   EXPECT_EQ(queue.RunOnce(), 0u);

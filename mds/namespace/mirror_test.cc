@@ -63,6 +63,30 @@ TEST(PlaceMirrorsTest, CopiesOfAStripeLandOnDistinctOsts) {
   }
 }
 
+// Six OSTs, two on each of three OSSes: the copies of a stripe never share
+// an OSS, whichever OSTs the stripes start on.
+TEST(PlaceMirrorsTest, CopiesOfAStripeLandOnDistinctOsses) {
+  const std::vector<uint32_t> ring{10, 11, 12, 13, 14, 15};
+  const std::vector<std::string> oss{"a", "a", "b", "b", "c", "c"};
+  for (uint32_t mirrors : {2u, 3u}) {
+    for (size_t count = 1; count <= ring.size(); ++count) {
+      std::vector<uint32_t> picks(ring.begin(), ring.begin() + static_cast<long>(count));
+      auto got = PlaceMirrors(picks, ring, mirrors, oss);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      for (size_t s = 0; s < count; ++s) {
+        std::set<std::string> servers;
+        for (uint32_t m = 0; m < mirrors; ++m) servers.insert(oss[(*got)[m * count + s] - 10]);
+        EXPECT_EQ(servers.size(), mirrors) << count << " stripes, stripe " << s;
+      }
+    }
+  }
+  auto one = PlaceMirrors({10}, {10, 11, 12}, 2, {"a", "a", "a"});
+  ASSERT_FALSE(one.ok());
+  EXPECT_EQ(one.status().code(), EINVAL);
+  EXPECT_NE(one.status().message().find("exceeds the 1 OSSes available"), std::string::npos)
+      << one.status().message();
+}
+
 TEST(PlaceMirrorsTest, MoreCopiesThanOstsIsEinval) {
   auto got = PlaceMirrors({1}, {1, 2}, 3);
   ASSERT_FALSE(got.ok());

@@ -76,10 +76,13 @@ using TransId = std::pair<uint64_t, uint64_t>;
 
 // Places mirror copies (layout.cc): copy 0 of stripe s on picks[s], copy m
 // on the OST m places after it in ring (all candidate OSTs), skipping OSTs
-// its stripe already uses. Returns mirrors * picks.size() OSTs, copy-major;
-// EINVAL when ring has fewer than `mirrors` OSTs.
+// its stripe already uses and, with `oss` (the OSS of each ring entry, in
+// ring order), OSTs on an OSS its stripe already uses. Returns mirrors *
+// picks.size() OSTs, copy-major; EINVAL when ring has fewer than `mirrors`
+// OSTs (or OSSes).
 Result<std::vector<uint32_t>> PlaceMirrors(const std::vector<uint32_t>& picks,
-                                           const std::vector<uint32_t>& ring, uint32_t mirrors);
+                                           const std::vector<uint32_t>& ring, uint32_t mirrors,
+                                           const std::vector<std::string>& oss = {});
 
 struct NamespaceOptions {
   size_t reply_cache_entries = 65536;

@@ -192,33 +192,60 @@ std::vector<OstState*> OstRegistry::CandidatesLocked(const std::vector<uint32_t>
   return up.empty() ? all : up;
 }
 
+namespace {
+
+std::string OssKey(const OstState& o) {
+  return o.address.empty() ? "#" + std::to_string(o.index) : o.address;
+}
+
+template <class Ptr>  // OstState* or const OstState*
+size_t DistinctOss(const std::vector<Ptr>& cands) {
+  std::vector<std::string> seen;
+  for (const OstState* o : cands) {
+    if (std::find(seen.begin(), seen.end(), OssKey(*o)) == seen.end()) seen.push_back(OssKey(*o));
+  }
+  return seen.size();
+}
+
+}  // namespace
+
 std::vector<uint32_t> OstRegistry::Pick(int32_t count, int32_t start_ost,
-                                        const std::vector<uint32_t>* only) {
+                                        const std::vector<uint32_t>* only, bool distinct_oss) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<OstState*> cands = CandidatesLocked(only);
   if (cands.empty()) return {};
-  size_t n = count < 0 ? cands.size() : std::min<size_t>(std::max(count, 1), cands.size());
+  const size_t avail = distinct_oss ? DistinctOss(cands) : cands.size();
+  size_t n = count < 0 ? avail : std::min<size_t>(std::max(count, 1), avail);
   auto start = std::find_if(cands.begin(), cands.end(), [&](const OstState* o) {
     return start_ost >= 0 && o->index == static_cast<uint32_t>(start_ost);
   });
   size_t first = 0;
   if (start != cands.end()) {
     first = start - cands.begin();
-  } else if (n == cands.size()) {
+  } else if (n == avail) {
     first = rr_cursor_++ % cands.size();  // all stripes: only rotate stripe 0
   } else {
-    return PickWeightedLocked(std::move(cands), n);
+    return PickWeightedLocked(std::move(cands), n, distinct_oss);
   }
   std::vector<uint32_t> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(cands[(first + i) % cands.size()]->index);
+  std::vector<std::string> used;  // OSSes taken (distinct_oss)
+  for (size_t i = 0; i < cands.size() && out.size() < n; ++i) {
+    const OstState* o = cands[(first + i) % cands.size()];
+    if (distinct_oss) {
+      if (std::find(used.begin(), used.end(), OssKey(*o)) != used.end()) continue;
+      used.push_back(OssKey(*o));
+    }
+    out.push_back(o->index);
+  }
   return out;
 }
 
 // Smooth weighted round-robin: every pick adds each remaining candidate's
 // weight to its credit, takes the largest credit and charges it the total.
-std::vector<uint32_t> OstRegistry::PickWeightedLocked(std::vector<OstState*> cands, size_t n) {
+std::vector<uint32_t> OstRegistry::PickWeightedLocked(std::vector<OstState*> cands, size_t n,
+                                                      bool distinct_oss) {
   std::vector<uint32_t> out;
-  while (out.size() < n) {
+  while (out.size() < n && !cands.empty()) {
     int64_t total = 0;
     OstState* best = nullptr;
     for (OstState* o : cands) {
@@ -228,9 +255,28 @@ std::vector<uint32_t> OstRegistry::PickWeightedLocked(std::vector<OstState*> can
     }
     best->credit -= total;
     out.push_back(best->index);
-    cands.erase(std::find(cands.begin(), cands.end(), best));
+    const std::string oss = OssKey(*best);
+    std::erase_if(cands, [&](const OstState* o) {
+      return o == best || (distinct_oss && OssKey(*o) == oss);
+    });
   }
   return out;
+}
+
+size_t OstRegistry::UpOssCount(const std::vector<uint32_t>* set) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const OstState*> up;
+  for (const OstState& o : osts_) {
+    if (!o.up || o.lost) continue;
+    if (set != nullptr && std::find(set->begin(), set->end(), o.index) == set->end()) continue;
+    up.push_back(&o);
+  }
+  return DistinctOss(up);
+}
+
+std::string OstRegistry::OssOf(uint32_t index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return index < osts_.size() ? OssKey(osts_[index]) : std::string();
 }
 
 }  // namespace sfs::mds

@@ -12,6 +12,8 @@
 // known OST (objects are created lazily, so a layout on a down OST only delays
 // I/O). Stripes are placed by smooth weighted round-robin, weight = available
 // GiB, so equal OSTs get strict round-robin and emptier ones get more.
+// Redundant layouts ask for distinct OSSes (Pick's distinct_oss): an OSS is
+// known by the address its OSTs registered from.
 #pragma once
 
 #include <cstdint>
@@ -84,16 +86,27 @@ class OstRegistry {
   // candidate, stripe 0 goes there and the next ones follow in index order.
   // Empty iff no OST is known. With `only` (an OST pool's members), every
   // rule above applies to those OSTs alone; empty iff none of them is known.
+  // With distinct_oss, no two of the OSTs chosen are served by one OSS (an
+  // OSS serving several OSTs gives one of them), and `count` is clamped to
+  // the OSSes of the candidates (mirror copies and EC chunks: one lost OSS
+  // must cost one copy or chunk only).
   std::vector<uint32_t> Pick(int32_t count, int32_t start_ost,
-                             const std::vector<uint32_t>* only = nullptr);
+                             const std::vector<uint32_t>* only = nullptr,
+                             bool distinct_oss = false);
   // How many of `set` are known and up.
   size_t UpCountIn(const std::vector<uint32_t>& set) const;
+  // How many distinct OSSes serve the OSTs up (of `set`, if given).
+  size_t UpOssCount(const std::vector<uint32_t>* set = nullptr) const;
+  // The OSS serving OST index (its registered address, or "#index" if it
+  // has none: then it counts as an OSS of its own). "" for an unknown index.
+  std::string OssOf(uint32_t index) const;
 
   static bool IsFull(const OstStats& s);
 
  private:
   std::vector<OstState*> CandidatesLocked(const std::vector<uint32_t>* only);
-  std::vector<uint32_t> PickWeightedLocked(std::vector<OstState*> cands, size_t n);
+  std::vector<uint32_t> PickWeightedLocked(std::vector<OstState*> cands, size_t n,
+                                          bool distinct_oss);
   Status PersistLocked(const OstState& ost);
 
   KvStore* const store_;

@@ -118,5 +118,29 @@ TEST_F(OstRegistryTest, HeartbeatFromAnUnknownOstAsksToRegister) {
   EXPECT_TRUE(reg_->Pick(1, -1).empty());
 }
 
+// Two OSSes serving two OSTs each and one serving one: distinct_oss picks
+// one OST per OSS (mirror copies, EC chunks), clamped to the three OSSes;
+// plain striping may still use both OSTs of an OSS.
+TEST_F(OstRegistryTest, DistinctOssPicksOneOstPerOss) {
+  Add("h:1", {100, 100}, 0);
+  Add("h:2", {100, 300}, 2);
+  Add("h:3", {100}, 4);
+  EXPECT_EQ(reg_->UpOssCount(), 3u);
+  const std::vector<uint32_t> first_two{0, 1, 2, 3};
+  EXPECT_EQ(reg_->UpOssCount(&first_two), 2u);
+  for (int round = 0; round < 8; ++round) {
+    for (int32_t count : {2, 3, -1}) {
+      std::vector<uint32_t> got = reg_->Pick(count, -1, nullptr, /*distinct_oss=*/true);
+      ASSERT_EQ(got.size(), count < 0 ? 3u : static_cast<size_t>(count));
+      std::set<std::string> oss;
+      for (uint32_t o : got) oss.insert(reg_->OssOf(o));
+      EXPECT_EQ(oss.size(), got.size()) << "round " << round << ", count " << count;
+    }
+  }
+  EXPECT_EQ(reg_->Pick(5, -1, nullptr, true).size(), 3u) << "clamped to the OSSes";
+  EXPECT_EQ(reg_->Pick(5, -1).size(), 5u) << "plain striping may share an OSS";
+  EXPECT_EQ(reg_->OssOf(3), "h:2");
+}
+
 }  // namespace
 }  // namespace sfs::mds

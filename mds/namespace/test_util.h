@@ -67,16 +67,17 @@ class NamespaceTest : public ::testing::Test {
     Close();
     Open();
   }
+  // OST i served by an OSS of its own at OssAddress(i), as in the default
+  // clusters (mirror copies and EC chunks need distinct OSSes).
+  static std::string OssAddress(uint32_t ost) { return "127.0.0.1:" + std::to_string(9 + ost); }
   void RegisterOsts() {
-    std::vector<OstReport> reports;
     for (int i = 0; i < kOsts; ++i) {
       OstReport r;
       r.uuid = "uuid-" + std::to_string(i);
       r.stats.total_bytes = uint64_t{100} << 30;
       r.stats.avail_bytes = r.stats.free_bytes = uint64_t{50} << 30;
-      reports.push_back(r);
+      ASSERT_TRUE(osts_->Register(OssAddress(static_cast<uint32_t>(i)), {r}, NowMs()).ok());
     }
-    ASSERT_TRUE(osts_->Register("127.0.0.1:9", reports, NowMs()).ok());
   }
 
   Result<proto::Attr> Mkdir(uint64_t parent, const std::string& name, uint32_t mode = 0755,

@@ -71,6 +71,7 @@ void MirrorResyncer::RunOnce() {
   const std::vector<uint64_t> wanted = ns_->ResyncWanted();
   if (wanted.empty()) {
     active_since_ms_.store(0, std::memory_order_relaxed);
+    EndPass(/*idle=*/true);
     return;
   }
   if (active_since_ms_.load(std::memory_order_relaxed) == 0) {
@@ -89,6 +90,7 @@ void MirrorResyncer::RunOnce() {
   for (size_t w = 1; w < n; ++w) workers.emplace_back(work);
   work();
   for (std::thread& t : workers) t.join();
+  EndPass(/*idle=*/false);
 }
 
 void MirrorResyncer::Throttle(uint64_t bytes) {
@@ -138,6 +140,7 @@ void MirrorResyncer::FillStatus(proto::RebuildStatusResp* out) const {
   out->set_objects_done(copies_resynced());
   out->set_bytes_done(bytes_copied());
   out->set_failures(copy_failures());
+  FillPauses(out);
   const int64_t since = active_since_ms_.load(std::memory_order_relaxed);
   // Over the time bytes were moving, not the idle time after the last of them.
   const int64_t ms = active_last_ms_.load(std::memory_order_relaxed) - since;
@@ -219,28 +222,6 @@ Status MirrorResyncer::CopyObject(const proto::StripeObject& src, const std::str
   req.set_oid(dst.oid());
   req.mutable_sync();
   return CallOss(dst_addr, req, &reply);
-}
-
-std::optional<uint32_t> MirrorResyncer::NewHome(const proto::Layout& l, int target) {
-  // Pick(-1) rotates where it starts, so rebuilt objects spread over the OSTs.
-  const std::vector<uint32_t> cands = osts_->Pick(-1, -1, nullptr);
-  auto used_by = [&](uint32_t ost, bool stripe_only) {
-    const int stripes = std::max(l.stripe_count(), 1);
-    for (int i = 0; i < l.objects_size(); ++i) {
-      if (stripe_only && l.ec_data() == 0 && i % stripes != target % stripes) continue;
-      if (l.objects(i).ost() == ost) return true;
-    }
-    return false;
-  };
-  // Distinct from every OST of the file first; for a mirror, distinct from
-  // its stripe's other copies is enough (a loss still leaves a copy).
-  for (bool stripe_only : {false, true}) {
-    if (stripe_only && l.ec_data() != 0) break;  // every chunk of a row on its own OST
-    for (uint32_t ost : cands) {
-      if (!used_by(ost, stripe_only) && osts_->UpAddress(ost)) return ost;
-    }
-  }
-  return std::nullopt;
 }
 
 Status MirrorResyncer::RebuildEcObject(const proto::Layout& l, uint64_t size, int target,
@@ -359,9 +340,7 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
   proto::GetLayoutResp got;
   if (!ns_->GetLayout(ino, &got).ok()) return true;
   const proto::Layout& l = got.layout();
-  const bool ec = l.ec_data() != 0;
-  if ((!ec && l.mirror_count() < 2) || l.stripe_count() <= 0) return true;
-  const int stripes = l.stripe_count();
+  if ((l.ec_data() == 0 && l.mirror_count() < 2) || l.stripe_count() <= 0) return true;
   proto::MirrorStateReq done;
   done.set_ino(ino);
   done.set_state(proto::OBJECT_OK);
@@ -370,79 +349,15 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
   done.set_mtime_ns(attr->mtime_ns());
   int left = 0, replaced = 0;
   for (int i = 0; i < l.objects_size(); ++i) {
-    const proto::StripeObject& dst = l.objects(i);
-    if (dst.state() == proto::OBJECT_OK) continue;
+    if (l.objects(i).state() == proto::OBJECT_OK) continue;
     ++left;
     if (stop_.load()) break;
-    // Where it is rebuilt: in place (stale, its OSS back) or a new object on
-    // another OST (lost).
-    const bool lost = dst.state() == proto::OBJECT_LOST;
-    {
-      // Sources first: without a good copy up (or K good chunks up) there is
-      // nothing to rebuild from yet; no object id, no attempt, no log line.
-      size_t readable = 0;
-      for (int j = ec ? 0 : i % stripes; j < l.objects_size(); j += ec ? 1 : stripes) {
-        if (j != i && l.objects(j).state() == proto::OBJECT_OK && osts_->UpAddress(l.objects(j).ost())) {
-          ++readable;
-        }
-      }
-      if (readable < (ec ? l.ec_data() : 1u)) continue;
+    switch (RebuildObject(ino, *attr, l, i)) {
+      case Outcome::kSkipped: break;
+      case Outcome::kMarkOk: *done.add_objects() = l.objects(i); break;
+      case Outcome::kReplaced: ++replaced; break;
+      case Outcome::kRetryFile: return false;
     }
-    uint32_t dst_ost = dst.ost();
-    uint64_t dst_oid = dst.oid();
-    if (lost) {
-      auto home = NewHome(l, i);
-      if (!home) {
-        LOG_WARN("rebuild of inode " << ino << " object " << i
-                                     << ": no OST up that the file does not use; waiting");
-        continue;
-      }
-      auto oid = ns_->NewObjectId();
-      if (!oid.ok()) continue;
-      dst_ost = *home;
-      dst_oid = *oid;
-    }
-    auto dst_addr = osts_->UpAddress(dst_ost);
-    if (!dst_addr) continue;  // its OSS is still away
-    Status st = Status::Errno(EAGAIN, "no good copy readable");
-    if (ec) {
-      st = RebuildEcObject(l, attr->size(), i, dst_ost, dst_oid, *dst_addr);
-    } else {
-      proto::StripeObject to = dst;
-      to.set_ost(dst_ost);
-      to.set_oid(dst_oid);
-      for (int j = i % stripes; j < l.objects_size(); j += stripes) {
-        const proto::StripeObject& src = l.objects(j);
-        if (src.state() != proto::OBJECT_OK) continue;
-        auto src_addr = osts_->UpAddress(src.ost());
-        if (!src_addr) continue;
-        st = CopyObject(src, *src_addr, to, *dst_addr);
-        if (st.ok()) break;
-      }
-    }
-    if (!st.ok()) {
-      copy_failures_.fetch_add(1, std::memory_order_relaxed);
-      LOG_WARN((lost ? "rebuild" : "resync") << " of inode " << ino << " object " << i << " (OST "
-                                             << dst.ost() << " object " << dst.oid() << ") onto OST "
-                                             << dst_ost << ": " << st.ToString());
-      continue;
-    }
-    if (!lost) {
-      *done.add_objects() = dst;
-      continue;
-    }
-    st = ns_->ReplaceObject(ino, dst.ost(), dst.oid(), dst_ost, dst_oid, attr->size(),
-                            attr->mtime_ns());
-    if (!st.ok()) {
-      // The new object is unreferenced: an orphan on its OST (fsck finds it).
-      LOG_INFO("rebuild of inode " << ino << " not recorded: " << st.ToString()
-                                   << "; trying again");
-      return false;
-    }
-    ++replaced;
-    copies_resynced_.fetch_add(1, std::memory_order_relaxed);
-    LOG_INFO("rebuilt inode " << ino << " object " << i << " from lost OST " << dst.ost()
-                              << " onto OST " << dst_ost << " object " << dst_oid);
   }
   if (done.objects_size() == 0) return left == replaced;
   proto::GetLayoutResp after;
@@ -455,6 +370,95 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
   LOG_INFO("resynced " << done.objects_size() << " stale object"
                        << (done.objects_size() == 1 ? "" : "s") << " of inode " << ino);
   return done.objects_size() + replaced == left;
+}
+
+// Object i of l (not ok): rebuilt in place (stale, its OSS back) or onto a
+// new object on another OST (lost), which is then swapped into the layout.
+MirrorResyncer::Outcome MirrorResyncer::RebuildObject(uint64_t ino, const proto::Attr& attr,
+                                                      const proto::Layout& l, int i) {
+  const proto::StripeObject& dst = l.objects(i);
+  const bool ec = l.ec_data() != 0;
+  const int stripes = l.stripe_count();
+  const bool lost = dst.state() == proto::OBJECT_LOST;
+  {
+    // Sources first: without a good copy up (or K good chunks up) there is
+    // nothing to rebuild from yet; no object id, no attempt, no log line.
+    size_t readable = 0;
+    for (int j = ec ? 0 : i % stripes; j < l.objects_size(); j += ec ? 1 : stripes) {
+      if (j != i && l.objects(j).state() == proto::OBJECT_OK &&
+          osts_->UpAddress(l.objects(j).ost())) {
+        ++readable;
+      }
+    }
+    if (readable < (ec ? l.ec_data() : 1u)) return Outcome::kSkipped;
+  }
+  const uint64_t needed = NeededBytes(l, attr.size(), i);
+  uint32_t dst_ost = dst.ost();
+  uint64_t dst_oid = dst.oid();
+  if (lost) {
+    std::vector<uint32_t> full;
+    auto home = NewHome(l, i, needed, &full);
+    if (!home) {
+      for (uint32_t ost : full) NotePause(ost, needed, false);
+      if (full.empty()) {
+        LOG_WARN("rebuild of inode " << ino << " object " << i
+                                     << ": no OST up that the file does not use; waiting");
+      }
+      return Outcome::kSkipped;
+    }
+    auto oid = ns_->NewObjectId();
+    if (!oid.ok()) return Outcome::kSkipped;
+    dst_ost = *home;
+    dst_oid = *oid;
+  } else if (WasFull(dst_ost) && !HasRoom(dst_ost, needed)) {
+    // Only after an ENOSPC there: in place, the old bytes' room is reused.
+    NotePause(dst_ost, needed, false);
+    return Outcome::kSkipped;
+  }
+  auto dst_addr = osts_->UpAddress(dst_ost);
+  if (!dst_addr) return Outcome::kSkipped;  // its OSS is still away
+  Status st = Status::Errno(EAGAIN, "no good copy readable");
+  if (ec) {
+    st = RebuildEcObject(l, attr.size(), i, dst_ost, dst_oid, *dst_addr);
+  } else {
+    proto::StripeObject to = dst;
+    to.set_ost(dst_ost);
+    to.set_oid(dst_oid);
+    for (int j = i % stripes; j < l.objects_size(); j += stripes) {
+      const proto::StripeObject& src = l.objects(j);
+      if (src.state() != proto::OBJECT_OK) continue;
+      auto src_addr = osts_->UpAddress(src.ost());
+      if (!src_addr) continue;
+      st = CopyObject(src, *src_addr, to, *dst_addr);
+      if (st.ok() || st.code() == ENOSPC || st.code() == EDQUOT) break;
+    }
+  }
+  if (!st.ok()) {
+    if (lost) DropOrphan(dst_ost, dst_oid, *dst_addr);  // frees what it took of a full OST
+    if (st.code() == ENOSPC || st.code() == EDQUOT) {
+      NotePause(dst_ost, needed, true);
+      return Outcome::kSkipped;
+    }
+    copy_failures_.fetch_add(1, std::memory_order_relaxed);
+    LOG_WARN((lost ? "rebuild" : "resync") << " of inode " << ino << " object " << i << " (OST "
+                                           << dst.ost() << " object " << dst.oid() << ") onto OST "
+                                           << dst_ost << ": " << st.ToString());
+    return Outcome::kSkipped;
+  }
+  NoteRoom(dst_ost);
+  if (!lost) return Outcome::kMarkOk;
+  st = ns_->ReplaceObject(ino, dst.ost(), dst.oid(), dst_ost, dst_oid, attr.size(),
+                          attr.mtime_ns());
+  if (!st.ok()) {
+    LOG_INFO("rebuild of inode " << ino << " not recorded: " << st.ToString()
+                                 << "; trying again");
+    DropOrphan(dst_ost, dst_oid, *dst_addr);  // unreferenced: if it stays, fsck finds it
+    return Outcome::kRetryFile;
+  }
+  copies_resynced_.fetch_add(1, std::memory_order_relaxed);
+  LOG_INFO("rebuilt inode " << ino << " object " << i << " from lost OST " << dst.ost()
+                            << " onto OST " << dst_ost << " object " << dst_oid);
+  return Outcome::kReplaced;
 }
 
 }  // namespace sfs::mds

@@ -24,8 +24,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/auth/capability.h"
 #include "common/rpc/rpc.h"
@@ -36,6 +38,7 @@ namespace sfs::proto {
 class OssRequest;
 class OssResponse;
 class RebuildStatusResp;
+class ScrubReq;
 class ScrubResp;
 }  // namespace sfs::proto
 
@@ -66,10 +69,16 @@ class MirrorResyncer {
   // Bounds the bytes rebuild/resync writes per second (all files together);
   // 0 = unbounded (the OSS QoS class "resync" still applies).
   void set_rate_mibps(double mibps) { rate_mibps_.store(mibps, std::memory_order_relaxed); }
+  // How long one ScrubReq reads before it answers "more" (default 2 s;
+  // sfs-mds --scrub-call-ms). Call before the first scrub.
+  void set_scrub_call(std::chrono::milliseconds d) { scrub_call_ = d; }
   // sfs rebuild status (mds.proto RebuildStatusResp).
   void FillStatus(proto::RebuildStatusResp* out) const;
-  // sfs scrub of one file (scrubber.cc; mds.proto ScrubReq).
-  Status ScrubFile(uint64_t ino, bool repair, proto::ScrubResp* out);
+  // sfs scrub of one file from req.offset() for about two seconds
+  // (scrubber.cc; mds.proto ScrubReq: more and next_offset say where to go on).
+  Status ScrubFile(const proto::ScrubReq& req, proto::ScrubResp* out);
+  // The rebuild's pauses for lack of space, one line per OST (rebuild_space.cc).
+  void FillPauses(proto::RebuildStatusResp* out) const;
 
  private:
   void Loop();
@@ -79,9 +88,46 @@ class MirrorResyncer {
   // (dst_ost, dst_oid) at dst_addr from K good chunk objects.
   Status RebuildEcObject(const proto::Layout& l, uint64_t size, int target,
                               uint32_t dst_ost, uint64_t dst_oid, const std::string& dst_addr);
-  // An up OST for a rebuilt copy of object `target` of l: one l does not
-  // use, else (mirrors) one the target's stripe does not use.
-  std::optional<uint32_t> NewHome(const proto::Layout& l, int target);
+  // rebuild_space.cc. An up OST for a rebuilt copy of object `target` of l
+  // with room for `needed` bytes: on an OSS l does not use, else (mirrors) one
+  // the target's stripe does not use, else (logged) an OST l (EC) or the
+  // stripe (mirror) does not use on an OSS that does. nullopt if none; then
+  // *full lists those that would do but lack the room.
+  std::optional<uint32_t> NewHome(const proto::Layout& l, int target, uint64_t needed,
+                                  std::vector<uint32_t>* full);
+  // Bytes object `target` of l holds when the file is `size` bytes long.
+  static uint64_t NeededBytes(const proto::Layout& l, uint64_t size, int target);
+  // Iff OST ost has room for `needed` more bytes, by the avail its OSS last
+  // reported (true when it reported nothing yet); after an ENOSPC there, only
+  // once that avail has grown.
+  bool HasRoom(uint32_t ost, uint64_t needed);
+  // Records, for this pass, that an object of `needed` bytes waits for room
+  // on ost (enospc: a write there failed ENOSPC).
+  void NotePause(uint32_t ost, uint64_t needed, bool enospc);
+  // A rebuild write onto ost went through: its ENOSPC mark is cleared.
+  void NoteRoom(uint32_t ost);
+  // Iff a rebuild write onto ost failed ENOSPC since its last success.
+  bool WasFull(uint32_t ost) const;
+  // At the end of a pass (idle: nothing was wanted): the pauses shown become
+  // this pass's; a pause that starts or ends is logged once.
+  void EndPass(bool idle);
+  // Destroys a rebuilt object that will not be swapped in (best effort).
+  void DropOrphan(uint32_t ost, uint64_t oid, const std::string& addr);
+  // What ResyncFile does for one object not ok; see there.
+  enum class Outcome { kSkipped, kMarkOk, kReplaced, kRetryFile };
+  Outcome RebuildObject(uint64_t ino, const proto::Attr& attr, const proto::Layout& l, int i);
+  // One ScrubFile call's findings (scrubber.cc).
+  struct ScrubState {
+    uint64_t ino;
+    const proto::Layout& l;
+    uint64_t size;
+    std::set<int> bad;  // object indices found bad
+    proto::ScrubResp* out;
+    void Problem(const std::string& what);
+    void ReadFailed(int i, const Status& st);  // EIO (crc): bad; else not checked
+  };
+  Status ScrubEc(ScrubState* st, uint64_t from, std::chrono::steady_clock::time_point until);
+  Status ScrubMirrors(ScrubState* st, uint64_t from, std::chrono::steady_clock::time_point until);
   // Reads [off, off + len) of each object in objs at once into bufs (zeros
   // past its end); one status per object (EIO: a chunk failed its crc).
   std::vector<Status> ReadAll(const std::vector<const proto::StripeObject*>& objs, uint64_t off,
@@ -117,6 +163,17 @@ class MirrorResyncer {
   std::atomic<int64_t> active_since_ms_{0};
   std::atomic<uint64_t> active_bytes_{0};
   std::atomic<int64_t> active_last_ms_{0};  // when those bytes last grew
+  // Pauses for lack of space (rebuild_space.cc), per destination OST.
+  struct Pause {
+    uint64_t needed = 0;  // the largest object waiting for it
+    uint64_t avail = 0;   // its avail when last found short
+  };
+  mutable std::mutex pause_mu_;  // never held while calling out
+  std::map<uint32_t, Pause> paused_;           // GUARDED_BY(pause_mu_): as of the last pass
+  std::map<uint32_t, Pause> pass_paused_;      // GUARDED_BY(pause_mu_): this pass's so far
+  std::map<uint32_t, uint64_t> enospc_avail_;  // GUARDED_BY(pause_mu_): avail at its last ENOSPC
+  std::atomic<size_t> home_cursor_{0};
+  std::chrono::milliseconds scrub_call_{2000};
   std::thread thread_;
 };
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -136,8 +137,9 @@ std::string TestCluster::mds_dir() const {
   return (opts_.mds_parent.empty() ? root_ : opts_.mds_parent) + "/mds";
 }
 
-std::string TestCluster::ost_dir(int oss) const {
-  return (opts_.ost_parent.empty() ? root_ : opts_.ost_parent) + "/ost" + std::to_string(oss);
+std::string TestCluster::ost_dir(int oss, int k) const {
+  return (opts_.ost_parent.empty() ? root_ : opts_.ost_parent) + "/ost" + std::to_string(oss) +
+         (k == 0 ? "" : "." + std::to_string(k));
 }
 
 std::string TestCluster::LogPath(const std::string& name) const {
@@ -175,6 +177,7 @@ std::vector<std::string> TestCluster::OssArgv(int oss, const std::string& listen
   std::vector<std::string> argv = {OssBinary(), "--mds", mds_.address, "--ost", ost_dir(oss),
                                    "--listen", listen, "--heartbeat-ms",
                                    std::to_string(opts_.heartbeat_ms)};
+  for (int k = 1; k < opts_.osts_per_oss; ++k) argv.insert(argv.end(), {"--ost", ost_dir(oss, k)});
   argv.insert(argv.end(), opts_.oss_args.begin(), opts_.oss_args.end());
   if (opts_.cluster_key) argv.insert(argv.end(), {"--cluster-key", cluster_key_path()});
   if (opts_.metrics) argv.insert(argv.end(), {"--metrics-listen", "127.0.0.1:0"});
@@ -191,14 +194,16 @@ Status TestCluster::Start() {
   std::error_code ec;
   fs::create_directories(root_ + "/logs", ec);
   fs::create_directories(mds_dir(), ec);
-  for (int i = 0; i < num_oss(); ++i) fs::create_directories(ost_dir(i), ec);
+  for (int i = 0; i < num_oss(); ++i) {
+    for (int k = 0; k < std::max(opts_.osts_per_oss, 1); ++k) fs::create_directories(ost_dir(i, k), ec);
+  }
   if (opts_.cluster_key) SFS_RETURN_IF_ERROR(WriteClusterKey(cluster_key_path()));
   SFS_RETURN_IF_ERROR(StartDaemon(&mds_, MdsArgv("127.0.0.1:0")));
   // One at a time, so OSS i normally gets OST index i (easier logs to read).
   for (int i = 0; i < num_oss(); ++i) {
     SFS_RETURN_IF_ERROR(StartDaemon(&oss_[i], OssArgv(i, "127.0.0.1:0")));
   }
-  return WaitForOstsUp(num_oss(), opts_.start_timeout);
+  return WaitForOstsUp(num_oss() * std::max(opts_.osts_per_oss, 1), opts_.start_timeout);
 }
 
 Status TestCluster::StartDaemon(Daemon* d, std::vector<std::string> argv) {
@@ -384,16 +389,28 @@ int TestCluster::OssOfOst(client::Client& c, uint32_t ost_index) {
   for (const auto& o : *osts) {
     if (o.index != ost_index) continue;
     for (int i = 0; i < num_oss(); ++i) {
-      if (ReadTrimmed(ondisk::OstUuidPath(ost_dir(i))) == o.uuid) return i;
+      for (int k = 0; k < std::max(opts_.osts_per_oss, 1); ++k) {
+        if (ReadTrimmed(ondisk::OstUuidPath(ost_dir(i, k))) == o.uuid) return i;
+      }
     }
   }
   return -1;
 }
 
 std::string TestCluster::ObjectPath(client::Client& c, uint32_t ost_index, uint64_t oid) {
-  int oss = OssOfOst(c, ost_index);
-  if (oss < 0) return "";
-  return ondisk::ObjectPath(ost_dir(oss), oid);
+  auto osts = c.ListOsts();
+  if (!osts.ok()) return "";
+  for (const auto& o : *osts) {
+    if (o.index != ost_index) continue;
+    for (int i = 0; i < num_oss(); ++i) {
+      for (int k = 0; k < std::max(opts_.osts_per_oss, 1); ++k) {
+        if (ReadTrimmed(ondisk::OstUuidPath(ost_dir(i, k))) == o.uuid) {
+          return ondisk::ObjectPath(ost_dir(i, k), oid);
+        }
+      }
+    }
+  }
+  return "";
 }
 
 bool TestCluster::AnyTestFailed() const {

@@ -43,6 +43,7 @@ namespace sfs::testing {
 struct ClusterOptions {
   std::string name = "cluster";     // part of the temp dir's name
   int num_oss = 4;
+  int osts_per_oss = 1;             // each OSS serves this many OSTs (ost_dir(oss, k))
   int heartbeat_ms = 200;           // OSS → MDS
   int ost_timeout_ms = 3000;        // MDS marks an OST down after this
   int client_timeout_ms = 30000;    // MDS drops a silent client's opens
@@ -83,7 +84,8 @@ class TestCluster {
   }
   int num_oss() const { return static_cast<int>(oss_.size()); }
   std::string mds_dir() const;
-  std::string ost_dir(int oss) const;
+  // OST directory k (< osts_per_oss) of OSS oss.
+  std::string ost_dir(int oss, int k = 0) const;
   std::string oss_address(int oss) const { return oss_[oss].address; }
   // With ClusterOptions::metrics: where GET /metrics answers ("host:port").
   const std::string& mds_metrics_address() const { return mds_.metrics_address; }

@@ -12,16 +12,21 @@
 // with the page cache dropped first (POSIX_FADV_DONTNEED).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
 
+#include "common/ondisk/chunk_crc.h"
+#include "common/ondisk/ost_dir.h"
 #include "tests/harness/fixture.h"
 #include "tests/harness/subprocess.h"
 
@@ -132,9 +137,81 @@ class RebuildTest : public ClusterPerTest {
         std::chrono::seconds(60), std::chrono::milliseconds(100));
   }
 
+  void TearDown() override {
+    if (!tmpfs_.empty()) {
+      // Its OSS first (the tmpfs holds its open files), then the tmpfs.
+      if (cluster().OssRunning(tmpfs_oss_)) (void)cluster().KillOss(tmpfs_oss_);
+      umount2(tmpfs_.c_str(), MNT_DETACH);
+    }
+    ClusterPerTest::TearDown();
+  }
+
+  // Moves OSS oss's OST directory onto a tmpfs of `size` ("4m"), its files
+  // copied over, and restarts it there: a small disk of its own.
+  // Needs root (mount), as oss/store/enospc_test's tmpfs case.
+  void PutOstOnTmpfs(int oss, const std::string& size) {
+    ASSERT_TRUE(cluster().KillOss(oss).ok());
+    const std::string dir = cluster().ost_dir(oss);
+    ASSERT_EQ(rename(dir.c_str(), (dir + ".disk").c_str()), 0) << strerror(errno);
+    ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+    if (mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) != 0) {
+      GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << strerror(errno);
+    }
+    tmpfs_ = dir;
+    tmpfs_oss_ = oss;
+    std::string out;
+    ASSERT_EQ(RunShell("cp -a " + dir + ".disk/. " + dir + "/", &out), 0) << out;
+    ASSERT_TRUE(cluster().RestartOss(oss).ok());
+  }
+
+  // Flips byte `off` of object (ost, oid) on its OSS's disk and puts the
+  // matching crc in its sidecar, so the OSS reads it back without complaint:
+  // only the copies' or the parity's agreement can tell.
+  void FlipKeepingCrc(uint32_t ost, uint64_t oid, uint64_t off) {
+    const std::string obj = cluster().ObjectPath(*client_, ost, oid);
+    ASSERT_FALSE(obj.empty());
+    int fd = open(obj.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0) << obj << ": " << strerror(errno);
+    const uint64_t first = ondisk::ChunkFloor(off);
+    std::vector<uint8_t> chunk(ondisk::kCrcChunk);
+    const ssize_t n = pread(fd, chunk.data(), chunk.size(), static_cast<off_t>(first));
+    ASSERT_GT(n, static_cast<ssize_t>(off - first)) << obj;
+    chunk.resize(static_cast<size_t>(n));
+    chunk[off - first] ^= 0x5a;
+    ASSERT_EQ(pwrite(fd, chunk.data() + (off - first), 1, static_cast<off_t>(off)), 1);
+    fsync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+    const uint32_t crc = ondisk::ChunkCrc(chunk);
+    const ondisk::CrcEntry e{crc, crc};
+    const std::vector<uint8_t> raw = ondisk::EncodeCrcEntries(std::span<const ondisk::CrcEntry>(&e, 1));
+    const std::string side = ondisk::CrcPath(obj);
+    fd = open(side.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0) << side << ": " << strerror(errno);
+    const off_t at = static_cast<off_t>(first / ondisk::kCrcChunk * ondisk::kCrcEntrySize);
+    ASSERT_EQ(pwrite(fd, raw.data(), raw.size(), at), static_cast<ssize_t>(raw.size()));
+    fsync(fd);
+    close(fd);
+  }
+
+  // The MDS's log so far.
+  std::string MdsLog() {
+    std::string log;
+    ReadFile(cluster().root() + "/logs/mds.log", &log);
+    return log;
+  }
+
   std::string mnt_;
   std::unique_ptr<client::Client> client_;
+  std::string tmpfs_;  // an OST directory on a tmpfs mounted by the test ("": none)
+  int tmpfs_oss_ = -1;
 };
+
+size_t CountOf(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
 
 // 4+2 with 64 KiB chunks: a row is 256 KiB. 3 MiB + a short tail + a hole.
 constexpr size_t kEcSize = (3 << 20) + 70001;
@@ -369,6 +446,58 @@ TEST_F(RebuildTest, AFlippedByteInOneMirrorCopyIsRepairedByScrub) {
       << "the repaired copy holds wrong bytes";
 }
 
+// A byte changed in a data chunk with its crc made to match (the OSS cannot
+// tell): scrub finds the row's parity disagreeing, finds that chunk 0 alone
+// explains it (M = 2), and has that chunk rewritten, not the parity: the file
+// then reads back as written, straight from its data chunks.
+TEST_F(RebuildTest, ADataChunkThatDisagreesWithItsParityIsTheOneRepaired) {
+  MakeDir("/e", {"--ec", "4+2", "-S", "64K"});
+  const std::string want = Data(kEcSize);
+  ASSERT_TRUE(WriteFile(mnt_ + "/e/f", want));
+  client::LayoutSpec l = LayoutOf("/e/f");
+  ASSERT_EQ(l.objects.size(), 6u);
+  ASSERT_NO_FATAL_FAILURE(FlipKeepingCrc(l.objects[0].ost, l.objects[0].oid, 5000));  // row 0, D0
+  SfsRun found = Sfs({"scrub", "-v", mnt_ + "/e"});
+  EXPECT_EQ(found.exit, 1) << found.out;
+  EXPECT_NE(found.out.find("1 bad object(s), 1 mismatch(es), 1 repair(s) queued"), std::string::npos)
+      << found.out;
+  EXPECT_NE(found.out.find("row 0: chunk 0 (object 0) disagrees"), std::string::npos) << found.out;
+  ASSERT_TRUE(RebuildDone()) << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  EXPECT_EQ(NotOk(LayoutOf("/e/f")), 0u);
+  SfsRun again = Sfs({"scrub", mnt_ + "/e"});
+  EXPECT_EQ(again.exit, 0) << again.out;
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/e/f", want.size()), want))
+      << "scrub repaired the parity from a wrong data chunk";
+}
+
+// Three copies, the first changed (crc matching): the other two outvote it,
+// so the first, not the others, is rewritten; it alone then reads back right.
+TEST_F(RebuildTest, AMirrorCopyOutvotedByTheOthersIsTheOneRepaired) {
+  MakeDir("/m", {"-N", "3", "-c", "1"});
+  const std::string want = Data((1 << 20) + 333);
+  ASSERT_TRUE(WriteFile(mnt_ + "/m/f", want));
+  client::LayoutSpec l = LayoutOf("/m/f");
+  ASSERT_EQ(l.objects.size(), 3u);
+  ASSERT_NO_FATAL_FAILURE(FlipKeepingCrc(l.objects[0].ost, l.objects[0].oid, 654321));
+  SfsRun found = Sfs({"scrub", "-v", mnt_ + "/m"});
+  EXPECT_EQ(found.exit, 1) << found.out;
+  EXPECT_NE(found.out.find("1 bad object(s), 1 mismatch(es), 1 repair(s) queued"), std::string::npos)
+      << found.out;
+  EXPECT_NE(found.out.find("stripe 0 copy 0 differs from copy 1"), std::string::npos) << found.out;
+  ASSERT_TRUE(RebuildDone()) << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  EXPECT_EQ(NotOk(LayoutOf("/m/f")), 0u);
+  SfsRun again = Sfs({"scrub", mnt_ + "/m"});
+  EXPECT_EQ(again.exit, 0) << again.out;
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[1].ost)).ok());
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[2].ost)).ok());
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/m/f", want.size()), want))
+      << "the outvoted copy was not repaired";
+}
+
 // Two mounts writing overlapping unaligned ranges of one EC stripe at once
 // leave data and parity consistent: scrub finds nothing.
 TEST_F(RebuildTest, ScrubIsCleanAfterTwoMountsWriteOneEcStripe) {
@@ -448,6 +577,247 @@ TEST_F(RebuildTest, LosingEveryCopyOfAStripeIsEioForExactlyThatStripe) {
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->files_pending, 1u);
   EXPECT_EQ(st->objects_pending, 2u);
+}
+
+// A full OST during rebuild: the one OST a lost chunk object can go to (the
+// only one its file does not use) is a small tmpfs, filled up but for 1 MiB,
+// less than the 1.5 MiB object. The rebuild pauses, saying so in `sfs rebuild
+// status` and once in the MDS log, and goes on by itself when a file on that
+// disk is removed; the rebuilt chunk then holds the right bytes.
+TEST_F(RebuildTest, ARebuildOntoAFullOstPausesAndResumesWhenSpaceAppears) {
+  MakeDir("/e", {"--ec", "4+2", "-S", "64K"});
+  const std::string want = Data(6 << 20);  // 24 rows: 1.5 MiB per chunk object
+  ASSERT_TRUE(WriteFile(mnt_ + "/e/f", want));
+  client::LayoutSpec l = LayoutOf("/e/f");
+  ASSERT_EQ(l.objects.size(), 6u);
+  std::set<uint32_t> used;
+  for (const auto& o : l.objects) used.insert(o.ost);
+  uint32_t spare = 0;
+  while (used.count(spare)) ++spare;
+  const int spare_oss = cluster().OssOfOst(*client_, spare);
+  ASSERT_GE(spare_oss, 0);
+  ASSERT_NO_FATAL_FAILURE(PutOstOnTmpfs(spare_oss, "4m"));
+  if (IsSkipped()) return;
+  const std::string filler = tmpfs_ + "/filler";
+  {
+    int fd = open(filler.c_str(), O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    const std::string block(64 << 10, 'x');
+    off_t size = 0;
+    for (ssize_t n; (n = write(fd, block.data(), block.size())) > 0;) size += n;
+    EXPECT_EQ(errno, ENOSPC);
+    ASSERT_EQ(ftruncate(fd, size - (1 << 20)), 0);  // 1 MiB left
+    close(fd);
+  }
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        auto osts = client_->ListOsts();
+        return osts.ok() && spare < osts->size() && (*osts)[spare].up &&
+               (*osts)[spare].avail_bytes < (3u << 19);
+      },
+      seconds(30)))
+      << "the MDS never heard that OST " << spare << " is nearly full";
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[0].ost)).ok());
+  SfsRun declare = Sfs({"ost", "lost", std::to_string(l.objects[0].ost), "-m", mnt_});
+  ASSERT_EQ(declare.exit, 0) << declare.out;
+  const std::string paused = "OST " + std::to_string(spare) + " is full";
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        auto s = client_->GetRebuildStatus();
+        return s.ok() && s->paused.size() == 1 && s->paused[0].find(paused) != std::string::npos;
+      },
+      seconds(30)))
+      << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  SfsRun status = Sfs({"rebuild", "status", "-m", mnt_});
+  EXPECT_NE(status.out.find("paused: " + paused), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("1 object(s)"), std::string::npos) << status.out;
+  EXPECT_TRUE(PollUntil([&] { return MdsLog().find("rebuild paused: " + paused) != std::string::npos; },
+                        seconds(10)));
+  EXPECT_EQ(NotOk(LayoutOf("/e/f")), 1u);
+
+  ASSERT_EQ(unlink(filler.c_str()), 0);  // space appears
+  ASSERT_TRUE(RebuildDone()) << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  client::LayoutSpec after = LayoutOf("/e/f");
+  EXPECT_EQ(NotOk(after), 0u);
+  EXPECT_EQ(after.objects[0].ost, spare);
+  auto s = client_->GetRebuildStatus();
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->paused.empty());
+  std::string log = MdsLog();
+  EXPECT_EQ(CountOf(log, "rebuild paused: " + paused), 1u) << "logged once, not every pass";
+  EXPECT_NE(log.find("rebuild resumed: OST " + std::to_string(spare)), std::string::npos);
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[1].ost)).ok());
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[2].ost)).ok());
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/e/f", want.size()), want))
+      << "the chunk object rebuilt onto the freed OST holds wrong bytes";
+}
+
+// A lost OST's disk replaced by an empty one. With no other OST the 4+2 file
+// could use (six OSSes), the rebuild waits; the OSS restarted on an empty
+// directory where the old one was registers a new OST (a fresh index: indices
+// are never reused, so nothing of the old disk is ever taken for the new) and
+// the lost chunk object is rebuilt onto it.
+class ReplacedOstTest : public RebuildTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o = RebuildTest::Options();
+    o.name = "replaced-ost";
+    o.num_oss = 6;
+    return o;
+  }
+};
+
+TEST_F(ReplacedOstTest, ALostOstReplacedByAnEmptyOneIsRebuiltOntoIt) {
+  MakeDir("/e", {"--ec", "4+2", "-S", "64K"});
+  const std::string want = Data(kEcSize);
+  ASSERT_TRUE(WriteFile(mnt_ + "/e/f", want));
+  client::LayoutSpec l = LayoutOf("/e/f");
+  ASSERT_EQ(l.objects.size(), 6u);
+  const uint32_t lost = l.objects[0].ost;
+  const int victim = cluster().OssOfOst(*client_, lost);
+  ASSERT_GE(victim, 0);
+  ASSERT_TRUE(cluster().KillOss(victim).ok());
+  SfsRun declare = Sfs({"ost", "lost", std::to_string(lost), "-m", mnt_});
+  ASSERT_EQ(declare.exit, 0) << declare.out;
+  EXPECT_TRUE(PollUntil(
+      [&] { return MdsLog().find("no OST up that the file does not use; waiting") != std::string::npos; },
+      seconds(30)));
+  auto waiting = client_->GetRebuildStatus();
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->objects_pending, 1u);
+
+  std::error_code ec;
+  std::filesystem::remove_all(cluster().ost_dir(victim), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_EQ(mkdir(cluster().ost_dir(victim).c_str(), 0755), 0);
+  ASSERT_TRUE(cluster().RestartOss(victim).ok());
+  ASSERT_TRUE(RebuildDone()) << Sfs({"rebuild", "status", "-m", mnt_}).out;
+  client::LayoutSpec after = LayoutOf("/e/f");
+  EXPECT_EQ(NotOk(after), 0u);
+  EXPECT_GT(after.objects[0].ost, lost) << "not on a new OST";
+  EXPECT_EQ(cluster().OssOfOst(*client_, after.objects[0].ost), victim)
+      << "not rebuilt onto the replacement disk";
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[1].ost)).ok());
+  ASSERT_TRUE(cluster().KillOss(cluster().OssOfOst(*client_, l.objects[2].ost)).ok());
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(SameBytes(ReadBack(*fresh + "/e/f", want.size()), want))
+      << "the chunk object rebuilt onto the replacement holds wrong bytes";
+}
+
+// Three OSSes serving two OSTs each (six OSTs): the copies of every mirror
+// stripe and the chunks of every EC file land on distinct OSSes, not just
+// distinct OSTs, so one OSS lost (both its OSTs) costs each stripe one copy
+// or chunk and everything reads back; a layout needing more OSSes than there
+// are is a one-line error from the CLI and from the MDS.
+class PlacementByOssTest : public RebuildTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o = RebuildTest::Options();
+    o.name = "placement-oss";
+    o.num_oss = 3;
+    o.osts_per_oss = 2;
+    return o;
+  }
+};
+
+TEST_F(PlacementByOssTest, CopiesAndChunksLandOnDistinctOsses) {
+  auto osts = client_->ListOsts();
+  ASSERT_TRUE(osts.ok());
+  ASSERT_EQ(osts->size(), 6u);
+  std::map<uint32_t, std::string> server;
+  for (const auto& o : *osts) server[o.index] = o.address;
+  MakeDir("/m", {"-N", "3", "-c", "2", "-S", "64K"});
+  MakeDir("/m2", {"-N", "2", "-c", "3", "-S", "64K"});
+  MakeDir("/e", {"--ec", "2+1", "-S", "64K"});
+  std::map<std::string, std::string> written;
+  for (const char* d : {"/m", "/m2", "/e"}) {
+    for (int i = 0; i < 4; ++i) {
+      const std::string f = std::string(d) + "/f" + std::to_string(i);
+      written[f] = Data(300000 + 1000 * i);
+      ASSERT_TRUE(WriteFile(mnt_ + f, written[f]));
+      client::LayoutSpec l = LayoutOf(f);
+      const size_t stripes = l.ec_data != 0 ? 1 : static_cast<size_t>(l.stripe_count);
+      ASSERT_GT(stripes, 0u) << f;
+      for (size_t s = 0; s < stripes; ++s) {
+        std::set<std::string> servers;
+        size_t n = 0;
+        for (size_t k = s; k < l.objects.size(); k += stripes, ++n) {
+          servers.insert(server[l.objects[k].ost]);
+        }
+        EXPECT_EQ(servers.size(), n) << f << " stripe " << s << ": two objects on one OSS";
+      }
+    }
+  }
+  ASSERT_EQ(mkdir((mnt_ + "/wide").c_str(), 0755), 0);
+  SfsRun cli = Sfs({"setstripe", "--ec", "2+2", mnt_ + "/wide"});
+  EXPECT_EQ(cli.exit, 2) << cli.out;
+  EXPECT_NE(cli.out.find("EC 2+2 needs 4 OSSes (one chunk each), the file system has 3"),
+            std::string::npos)
+      << cli.out;
+  EXPECT_EQ(std::count(cli.out.begin(), cli.out.end(), '\n'), 1) << cli.out;
+  auto wide = client_->ResolvePath(kRoot, "/wide");
+  ASSERT_TRUE(wide.ok());
+  client::LayoutSpec ec22;
+  ec22.ec_data = 2;
+  ec22.ec_parity = 2;
+  Status st = client_->SetLayout(kRoot, wide->ino, ec22, false);
+  EXPECT_EQ(st.code(), EINVAL) << st.ToString();
+  EXPECT_NE(st.message().find("needs 4 OSSes"), std::string::npos) << st.message();
+
+  ASSERT_TRUE(cluster().KillOss(0).ok());  // two OSTs at once
+  auto fresh = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(fresh.ok());
+  for (const auto& [f, want] : written) {
+    int err = 0;
+    EXPECT_TRUE(SameBytes(ReadBack(*fresh + f, want.size(), &err), want))
+        << f << " with one OSS down; errno " << err;
+  }
+}
+
+// A file's scrub is many bounded MDS calls, each going on where the last
+// stopped (here --scrub-call-ms 1: one 16 MiB read round per call), so none
+// nears the RPC timeout however large the file; a disagreement in the last
+// round is still found, and counted once.
+class ScrubInCallsTest : public RebuildTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o = RebuildTest::Options();
+    o.name = "scrub-calls";
+    o.mds_args = {"--scrub-call-ms", "1"};
+    return o;
+  }
+};
+
+TEST_F(ScrubInCallsTest, ALargeFileIsScrubbedInBoundedCallsToTheEnd) {
+  MakeDir("/m", {"-N", "2", "-c", "1"});
+  const std::string want = Data(40 << 20);  // three 16 MiB rounds
+  ASSERT_TRUE(WriteFile(mnt_ + "/m/f", want));
+  client::LayoutSpec l = LayoutOf("/m/f");
+  ASSERT_EQ(l.objects.size(), 2u);
+  auto attr = client_->ResolvePath(kRoot, "/m/f");
+  ASSERT_TRUE(attr.ok());
+  auto clean = client_->Scrub(kRoot, attr->ino, /*repair=*/false);
+  ASSERT_TRUE(clean.ok()) << clean.status().ToString();
+  EXPECT_EQ(clean->bad_objects, 0u);
+  // The longest the object can be: the file rounded up to a stripe unit.
+  const uint64_t span = (want.size() / l.stripe_size + 1) * l.stripe_size;
+  EXPECT_EQ(clean->bytes_checked, 2 * span) << "every round of both copies read";
+  EXPECT_GE(clean->calls, 3u);
+  ASSERT_NO_FATAL_FAILURE(FlipKeepingCrc(l.objects[1].ost, l.objects[1].oid, (38 << 20) + 7));
+  auto found = client_->Scrub(kRoot, attr->ino, /*repair=*/false);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->bad_objects, 1u);
+  EXPECT_EQ(found->mismatched_rows, 1u);
+  EXPECT_GE(found->calls, 3u);
+  ASSERT_EQ(found->problems.size(), 1u);
+  EXPECT_NE(found->problems[0].find("copy 1 differs from copy 0 in [33554432, " +
+                                    std::to_string(span) + ")"),
+            std::string::npos)
+      << found->problems[0];
+  EXPECT_EQ(NotOk(LayoutOf("/m/f")), 0u) << "--no-repair marked an object";
 }
 
 // The rebuild is resumable: with the rate bounded (--rebuild-mibps 8) the MDS

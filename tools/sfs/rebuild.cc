@@ -33,13 +33,15 @@ constexpr const char* kRebuildHelp =
     "\n"
     "The MDS's rebuild and resync progress: lost OSTs, files and objects still to\n"
     "rebuild (lost) or resync (stale), objects and bytes done since the MDS started,\n"
-    "the rate and, on a terminal, a progress bar with an ETA. The rate is bounded by\n"
+    "the rate and, on a terminal, a progress bar with an ETA; a rebuild waiting for\n"
+    "space on a full OST says so (\"paused: OST N is full ...\") and goes on by itself\n"
+    "once that OST has room. The rate is bounded by\n"
     "sfs-mds --rebuild-mibps N (and the OSSes' QoS class \"resync\", sfs qos).\n"
     "\n"
     "  --wait      poll every second until nothing is left (exit 1 if failures only\n"
     "              remain after 10 minutes)\n"
     "  --json      {\"lost_osts\":[..],\"files_pending\",\"objects_pending\",\"bytes_pending\",\n"
-    "              \"objects_done\",\"bytes_done\",\"failures\",\"bytes_per_s\"}\n";
+    "              \"objects_done\",\"bytes_done\",\"failures\",\"bytes_per_s\",\"paused\":[..]}\n";
 
 struct Args {
   GlobalOptions g;
@@ -78,16 +80,21 @@ void Print(const client::RebuildStatus& s, bool json, bool tty) {
   std::ostringstream lost;
   for (size_t i = 0; i < s.lost_osts.size(); ++i) lost << (i ? "," : "") << s.lost_osts[i];
   if (json) {
+    std::ostringstream paused;
+    for (size_t i = 0; i < s.paused.size(); ++i) {
+      paused << (i ? "," : "") << '"' << s.paused[i] << '"';  // no quotes or backslashes in them
+    }
     std::printf("{\"lost_osts\":[%s],\"files_pending\":%llu,\"objects_pending\":%llu,"
                 "\"bytes_pending\":%llu,\"objects_done\":%llu,\"bytes_done\":%llu,"
-                "\"failures\":%llu,\"bytes_per_s\":%.0f}\n",
+                "\"failures\":%llu,\"bytes_per_s\":%.0f,\"paused\":[%s]}\n",
                 lost.str().c_str(), (unsigned long long)s.files_pending,
                 (unsigned long long)s.objects_pending, (unsigned long long)s.bytes_pending,
                 (unsigned long long)s.objects_done, (unsigned long long)s.bytes_done,
-                (unsigned long long)s.failures, s.bytes_per_s);
+                (unsigned long long)s.failures, s.bytes_per_s, paused.str().c_str());
     return;
   }
   std::printf("lost OSTs: %s\n", s.lost_osts.empty() ? "none" : lost.str().c_str());
+  for (const std::string& p : s.paused) std::printf("paused: %s\n", p.c_str());
   std::printf("pending: %llu file(s), %llu object(s), about %s\n",
               (unsigned long long)s.files_pending, (unsigned long long)s.objects_pending,
               Mib(static_cast<double>(s.bytes_pending)).c_str());

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 #include "tools/sfs/commands.h"
 
@@ -176,6 +177,22 @@ Status CheckAgainstOsts(Target& t, const client::LayoutSpec& spec) {
     return Status(EINVAL, "mirror count " + std::to_string(spec.mirror_count) + " exceeds the " +
                               std::to_string(osts.size()) +
                               " OSTs of the file system (each copy needs its own OST)");
+  }
+  // Copies and chunks also need an OSS each (one OSS may serve several OSTs).
+  std::set<std::string> servers;
+  for (const auto& o : osts) {
+    if (!o.lost) servers.insert(o.address);
+  }
+  if (spec.IsEc() && width > servers.size()) {
+    return Status(EINVAL, "EC " + std::to_string(spec.ec_data) + "+" +
+                              std::to_string(spec.ec_parity) + " needs " + std::to_string(width) +
+                              " OSSes (one chunk each), the file system has " +
+                              std::to_string(servers.size()));
+  }
+  if (spec.mirror_count > servers.size()) {
+    return Status(EINVAL, "mirror count " + std::to_string(spec.mirror_count) + " exceeds the " +
+                              std::to_string(servers.size()) +
+                              " OSSes of the file system (each copy needs its own OSS)");
   }
   if (spec.start_ost >= static_cast<int32_t>(osts.size())) {
     return Status(EINVAL, "OST index " + std::to_string(spec.start_ost) + " does not exist");
