@@ -184,7 +184,7 @@ fi
 
 loss 5
 start_s=$(date +%s.%N)
-bench loss5 16 1 || fail "I/O under 5 % loss (exit $?)"
+bench loss5 16 1 || fail "I/O under 5 % loss (exit $?): $(grep -m3 -iE "error|fail|VERIFY" "$DIR/loss5.log" | tr '\n' ' ')"
 secs=$(echo "$(date +%s.%N) - $start_s" | bc)
 drops=$(dropped)
 echo "netfault_test: 5 % loss: 4 tasks x 16 x 47008 bytes written and verified in ${secs}s ($drops packets dropped): $(bandwidth loss5)"
