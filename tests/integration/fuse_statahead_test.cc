@@ -16,6 +16,7 @@
 
 #include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
+#include "tests/integration/exposition.h"
 
 namespace sfs::testing {
 namespace {
@@ -34,9 +35,7 @@ class StatAheadMountTest : public MountedTest<StatAheadMountTest> {
   uint64_t MdsRequests(const std::string& op) {
     Result<std::string> m = metrics::HttpGet(cluster().mds_metrics_address(), "/metrics");
     if (!m.ok()) return 0;
-    const std::string key = "\nsfs_mds_requests_total{op=\"" + op + "\"} ";
-    size_t at = m->find(key);
-    return at == std::string::npos ? 0 : std::stoull(m->substr(at + key.size()));
+    return static_cast<uint64_t>(Sample(*m, "sfs_mds_requests_total{op=\"" + op + "\"}"));
   }
   // Files d/f0..f(n-1) of sizes 1..n, made through mount 1 (so mount 0's
   // kernel has none of their names cached).

@@ -12,6 +12,7 @@
 #include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
 #include "tests/integration/exposition.h"
+#include "tests/integration/oss_metrics.h"
 #include "tests/integration/mini_json.h"
 
 namespace sfs::testing {
@@ -33,20 +34,8 @@ class QosTest : public SharedClusterTest<QosTest> {
   std::string Sfs(const std::string& args) {
     return SfsBinary() + " qos " + args + " --mds " + cluster().mds_address() + " 2>&1";
   }
-  double OssSum(const std::string& series) {
-    double sum = 0;
-    for (int i = 0; i < cluster().num_oss(); ++i) {
-      Result<std::string> body = metrics::HttpGet(cluster().oss_metrics_address(i), "/metrics");
-      EXPECT_TRUE(body.ok()) << body.status().ToString();
-      if (body.ok()) sum += Sample(*body, series);
-    }
-    return sum;
-  }
-  // Until every OSS has `n` rules in force (they come with heartbeats).
-  bool WaitForRules(int n) {
-    return PollUntil([&] { return OssSum("sfs_oss_qos_rules") == n * cluster().num_oss(); },
-                     std::chrono::seconds(20));
-  }
+  double OssSum(const std::string& series) { return sfs::testing::OssSum(cluster(), series); }
+  bool WaitForRules(int n) { return WaitForQosRules(cluster(), n); }
   void RunAsJob(const std::string& job, const std::string& cmd) {
     std::string out;
     ASSERT_EQ(RunShell("env SFS_JOBID=" + job + " sh -c '" + cmd + "'", &out), 0) << out;

@@ -20,6 +20,7 @@
 #include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
 #include "tests/integration/exposition.h"
+#include "tests/integration/oss_metrics.h"
 
 namespace sfs::testing {
 namespace {
@@ -56,19 +57,8 @@ class TenantQosTest : public SharedClusterTest<TenantQosTest> {
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     return m.ok() ? *m : std::string();
   }
-  double OssSum(const std::string& series) {
-    double sum = 0;
-    for (int i = 0; i < cluster().num_oss(); ++i) {
-      Result<std::string> body = metrics::HttpGet(cluster().oss_metrics_address(i), "/metrics");
-      EXPECT_TRUE(body.ok()) << body.status().ToString();
-      if (body.ok()) sum += Sample(*body, series);
-    }
-    return sum;
-  }
-  bool WaitForRules(int n) {
-    return PollUntil([&] { return OssSum("sfs_oss_qos_rules") == n * cluster().num_oss(); },
-                     std::chrono::seconds(20));
-  }
+  double OssSum(const std::string& series) { return sfs::testing::OssSum(cluster(), series); }
+  bool WaitForRules(int n) { return WaitForQosRules(cluster(), n); }
   // Seconds to write MiB mebibytes to path as job (SFS_JOBID), synced.
   double TimedWrite(const std::string& job, const std::string& path, int mib) {
     std::string out;
