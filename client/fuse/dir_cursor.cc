@@ -1,6 +1,8 @@
 // DirCursor: the per-opendir snapshot that keeps readdir offsets stable.
 #include "client/fuse/dir_cursor.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -8,6 +10,7 @@ namespace sfs::fuse {
 
 void DirCursor::Reset() {
   entries_.clear();
+  stamps_.clear();
   eof_ = false;
   lease = Lease{};
 }
@@ -23,6 +26,24 @@ Status DirCursor::FetchPage(const FetchFn& fetch) {
   }
   eof_ = page.eof;
   return Status::Ok();
+}
+
+void DirCursor::StampNextPage(const Stamp& s) {
+  // Entries are only appended, so the next page's first index is the count.
+  if (!stamps_.empty() && stamps_.back().first == entries_.size()) {
+    stamps_.back().second = s;  // the last fetch brought nothing
+  } else {
+    stamps_.emplace_back(entries_.size(), s);
+  }
+}
+
+const DirCursor::Stamp* DirCursor::StampOf(uint64_t pos) const {
+  if (pos < kFirstEntryPos) return nullptr;
+  const size_t index = pos - kFirstEntryPos;
+  auto it = std::upper_bound(stamps_.begin(), stamps_.end(), index,
+                             [](size_t i, const auto& p) { return i < p.first; });
+  if (it == stamps_.begin()) return nullptr;
+  return &std::prev(it)->second;
 }
 
 Result<client::DirEntry*> DirCursor::EntryAt(uint64_t pos, const FetchFn& fetch) {

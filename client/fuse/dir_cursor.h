@@ -11,7 +11,8 @@
 // both. Rewinding to 0 starts a fresh snapshot (rewinddir sees the present).
 //
 // Memory: the names of the entries fetched so far (an entry's attributes are
-// dropped once handed to the kernel). Not thread-safe: the owner locks mu.
+// dropped once handed to the kernel) and a stamp per page. Not thread-safe:
+// the owner locks mu.
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <functional>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "client/lib/client.h"
@@ -43,6 +45,18 @@ class DirCursor {
   // The entries fetched so far, in name order.
   const std::vector<client::DirEntry>& entries() const { return entries_; }
 
+  // What the owner knew when it asked for a page: when it sent the request
+  // and its epochs then (FuseOps: invalidations, own name ops, own changes).
+  // An entry's leases count from its page's stamp.
+  struct Stamp {
+    std::chrono::steady_clock::time_point sent;
+    uint64_t epoch = 0, names_epoch = 0, local_epoch = 0;
+  };
+  // Called by the FetchFn before it sends: the page it fetches is stamped s.
+  void StampNextPage(const Stamp& s);
+  // The stamp of the page that brought the entry at pos, or nullptr.
+  const Stamp* StampOf(uint64_t pos) const;
+
   std::mutex mu;
   uint64_t parent_ino = 0;   // GUARDED_BY(mu): ".." once looked up, 0 before
   // The listing since the last Reset() as a directory lease sees it
@@ -62,6 +76,8 @@ class DirCursor {
 
   uint32_t page_entries_;
   std::vector<client::DirEntry> entries_;  // GUARDED_BY(mu)
+  // (index in entries_ of the page's first entry, its stamp), ascending.
+  std::vector<std::pair<size_t, Stamp>> stamps_;  // GUARDED_BY(mu)
   bool eof_ = false;                       // GUARDED_BY(mu)
 };
 

@@ -47,6 +47,29 @@ TEST(DirCursorTest, ListsEveryNameInOrderAcrossPages) {
   EXPECT_EQ(d.calls, 3);
 }
 
+// Each entry carries the stamp of the page that brought it, and a Reset
+// forgets them with the entries.
+TEST(DirCursorTest, EachEntryHasItsPagesStamp) {
+  FakeDir d{{"a", "b", "c", "d", "e"}};
+  DirCursor c(2);
+  uint64_t page = 0;
+  auto inner = d.Fetch();
+  DirCursor::FetchFn f = [&](std::string_view after, uint32_t max) {
+    c.StampNextPage({{}, ++page, 0, 0});
+    return inner(after, max);
+  };
+  EXPECT_EQ(c.StampOf(2), nullptr);
+  for (uint64_t pos = 2; NameAt(c, pos, f) != "end"; ++pos) {}
+  const uint64_t want[] = {1, 1, 2, 2, 3};  // a b | c d | e
+  for (uint64_t pos = 2; pos < 7; ++pos) {
+    ASSERT_NE(c.StampOf(pos), nullptr) << pos;
+    EXPECT_EQ(c.StampOf(pos)->epoch, want[pos - 2]) << pos;
+  }
+  EXPECT_EQ(c.StampOf(0), nullptr);
+  c.Reset();
+  EXPECT_EQ(c.StampOf(2), nullptr);
+}
+
 TEST(DirCursorTest, EarlierPositionsStayPutWhenNamesComeAndGo) {
   FakeDir d{{"b", "d", "f", "h"}};
   DirCursor c(2);

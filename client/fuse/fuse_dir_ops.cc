@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -87,6 +88,8 @@ Result<size_t> FuseOps::FillDir(fuse_req_t req, fuse_ino_t ino, off_t off, bool 
   DirCursor::FetchFn fetch = [&](std::string_view after, uint32_t max) {
     const OpStart start = Begin();
     const uint64_t names_epoch = dirs_.NamesEpoch();
+    dir.StampNextPage({start.sent, start.epoch, names_epoch,
+                       local_epoch_.load(std::memory_order_acquire)});
     Result<client::DirPage> page = client_->Readdir(cred, ino, after, max, plus);
     if (opts_.leases) NoteListed(ino, dir, after.empty(), page, start, names_epoch);
     return page;
@@ -106,10 +109,12 @@ Result<size_t> FuseOps::FillDir(fuse_req_t req, fuse_ino_t ino, off_t off, bool 
       entry = *e;
       em = Emit{entry->name.c_str(), entry->ino, entry->type};
       if (plus && entry->attr.has_value()) {
-        // The page may be older than this reply: its leases are not timed
-        // from here, so the kernel gets the lease-less timeouts.
-        entry->attr->lease_ms = 0;
-        em.attr = &*entry->attr;
+        // The page may be older than this reply: the kernel gets what is
+        // left of its leases, merged with this mount's unreported writes.
+        client::Attr& a = *entry->attr;
+        a.lease_ms = ListedLeaseLeft(a, dir.StampOf(pos));
+        if (a.lease_ms > 0) a = client_->WithLocal(std::move(a));
+        em.attr = &a;
       }
     }
     size_t room = buf.size() - used;
@@ -147,6 +152,21 @@ void FuseOps::NoteListed(uint64_t ino, DirCursor& dir, bool first,
   for (const client::DirEntry& e : page->entries) names.push_back(e.name);
   dirs_.Listed(ino, std::move(names), l.first_sent, l.first_ms, l.last_sent, l.last_ms, l.epoch,
                l.names_epoch);
+}
+
+uint32_t FuseOps::ListedLeaseLeft(const client::Attr& a, const DirCursor::Stamp* s) const {
+  if (!opts_.leases || a.lease_ms == 0 || s == nullptr) return 0;
+  // Every invalidation advances Epoch() before the kernel is told, and every
+  // change through this mount one of the other two: unmoved, nothing the
+  // entry says has changed since its page was asked for.
+  if (dirs_.Epoch() != s->epoch || dirs_.NamesEpoch() != s->names_epoch ||
+      local_epoch_.load(std::memory_order_acquire) != s->local_epoch) {
+    return 0;
+  }
+  const auto held = std::chrono::duration_cast<std::chrono::milliseconds>(
+      CompleteDirs::Clock::now() - s->sent);
+  if (held.count() >= a.lease_ms) return 0;
+  return a.lease_ms - static_cast<uint32_t>(held.count());
 }
 
 size_t FuseOps::AddDirEntry(fuse_req_t req, char* out, size_t room, const Emit& em, off_t next,

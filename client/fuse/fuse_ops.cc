@@ -118,12 +118,13 @@ FuseOps::FuseOps(std::unique_ptr<client::Client> client, FuseOptions opts)
 }
 
 void FuseOps::LocalChange() {
+  local_epoch_.fetch_add(1, std::memory_order_acq_rel);
   if (statahead_ != nullptr) statahead_->Clear();
 }
 
 void FuseOps::LocalChange(const fuse_file_info* fi) {
-  if (statahead_ == nullptr || fi == nullptr || fi->fh == 0) return;
-  if ((FileOfHandle(fi)->flags_ & O_ACCMODE) != O_RDONLY) statahead_->Clear();
+  if (fi == nullptr || fi->fh == 0) return;
+  if ((FileOfHandle(fi)->flags_ & O_ACCMODE) != O_RDONLY) LocalChange();
 }
 
 // With leases on, a directory's reply without a lease (the watch is not

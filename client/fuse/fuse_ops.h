@@ -24,6 +24,9 @@
 //   of a name absent there (the one the kernel sends before every CREATE of
 //   a new name) is answered here, and so is the GETATTR of the directory
 //   the kernel sends after each create or unlink in it.
+//   READDIRPLUS hands the kernel each entry's attributes with what is left
+//   of the lease the MDS granted on it in the listing (ListedLeaseLeft), so
+//   the stats of ls -l or find(1) need no LOOKUP.
 //   Another client's create, unlink or rename in the directory is revoked
 //   first (invalidation of the name and the directory's attributes).
 // - Regular files with leases on (the default; -o noleases turns them off):
@@ -235,8 +238,9 @@ class FuseOps {
   };
   OpStart Begin() const { return {CompleteDirs::Clock::now(), dirs_.Epoch()}; }
   // A change of names or attributes through this mount (the MDS revokes no
-  // lease of ours for it): the statahead forgets what it holds. With fi:
-  // only for a handle open for writing.
+  // lease of ours for it): the statahead forgets what it holds, and listed
+  // pages held by open directories give the kernel no leases. With fi: only
+  // for a handle open for writing.
   void LocalChange();
   void LocalChange(const fuse_file_info* fi);
   // After a change of a name in dir through this mount: what CompleteDirs
@@ -277,6 +281,10 @@ class FuseOps {
   // After each libsfs Readdir page (first: from the start).
   void NoteListed(uint64_t ino, DirCursor& dir, bool first, const Result<client::DirPage>& page,
                   const OpStart& start, uint64_t names_epoch);
+  // Readdirplus: what is left, now, of the lease a.lease_ms of an entry of
+  // the page stamped s; 0 if it ran out or anything may have changed since
+  // the page was asked for (an invalidation, a name op or a change here).
+  uint32_t ListedLeaseLeft(const client::Attr& a, const DirCursor::Stamp* s) const;
   // Adds em at out; returns the size it needs (> room: nothing was added).
   size_t AddDirEntry(fuse_req_t req, char* out, size_t room, const Emit& em, off_t next,
                      bool plus, std::vector<uint64_t>& refs);
@@ -287,6 +295,7 @@ class FuseOps {
   NodeTable nodes_;
   CompleteDirs dirs_;
   std::unique_ptr<StatAhead> statahead_;
+  std::atomic<uint64_t> local_epoch_{0};  // advanced by LocalChange
   // READ reply buffers of max_write bytes; 32 idle at most (32 MiB at the
   // default 1 MiB; read_buffers.h).
   ReadBuffers read_buffers_{opts_.max_write, 32};

@@ -2,15 +2,20 @@
 // run of stat(2)s in a directory is answered from one listing (the MDS's
 // request counters say so), and nothing it holds outlives a change — one
 // made through another mount (revoked by the MDS) or through the same mount
-// (which the MDS does not revoke for its own requester).
+// (which the MDS does not revoke for its own requester). The same for the
+// kernel's READDIRPLUS entries, which carry what is left of their leases.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -112,6 +117,85 @@ TEST_F(StatAheadMountTest, AChangeThroughTheSameMountIsSeenByItsOtherNames) {
   ASSERT_EQ(stat(On(0, "same/f51").c_str(), &st), 0);
   EXPECT_EQ(st.st_nlink, 1u);
   EXPECT_EQ(st.st_size, 51 + 2);
+}
+
+// find(1)'s walk: each name stat(2)ed as readdir(3) returns it. Returns the
+// names and, in *stat_errors, the names whose stat failed with their errno.
+std::vector<std::string> WalkAndStat(const std::string& dir,
+                                     std::vector<std::pair<std::string, int>>* stat_errors,
+                                     const std::function<void(int)>& after_entry = {}) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    names.push_back(name);
+    struct stat st {};
+    if (stat((dir + "/" + name).c_str(), &st) != 0) stat_errors->emplace_back(name, errno);
+    if (after_entry) after_entry(n);
+    ++n;
+  }
+  closedir(d);
+  return names;
+}
+
+// READDIRPLUS hands the kernel each entry's attributes with what is left of
+// the lease the MDS granted for the listing, so find(1)'s stats need no
+// LOOKUP (the mount has no statahead: the kernel's cache alone answers).
+TEST_F(StatAheadMountTest, StatsAfterReaddirPlusAreAnsweredByTheKernel) {
+  constexpr int kFiles = 300;
+  MakeDir("plus", kFiles);
+  Result<std::string> plain = cluster().Mount({}, {"nostatahead"});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  const std::string dir = *plain + rel_ + "/plus";
+  const uint64_t lookups = MdsRequests("lookup");
+  std::vector<std::pair<std::string, int>> errors;
+  std::vector<std::string> names = WalkAndStat(dir, &errors);
+  const uint64_t asked = MdsRequests("lookup") - lookups;
+  EXPECT_EQ(names.size(), static_cast<size_t>(kFiles));
+  EXPECT_TRUE(errors.empty()) << errors.size() << " stats failed, first " << errors[0].first;
+  EXPECT_LT(asked, kFiles / 10u) << "lookups at the MDS for " << kFiles << " stats";
+
+  // A change through another mount after the listing: the MDS revokes it.
+  ASSERT_EQ(chmod(On(1, "plus/f7").c_str(), 0600), 0);
+  ASSERT_EQ(truncate(On(1, "plus/f8").c_str(), 4321), 0);
+  struct stat st {};
+  ASSERT_EQ(stat((dir + "/f7").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(SizeOf(dir + "/f8"), 4321);
+  EXPECT_TRUE(cluster().Unmount(*plain).ok());
+}
+
+// A page of the listing held by the open directory is older than an unlink
+// and a chmod made through the same mount while the walk is under way (the
+// MDS revokes nothing for its own requester): the names readdir returns
+// after them must not come with leases on what they were before.
+TEST_F(StatAheadMountTest, ChangesThroughTheSameMountDuringTheWalkAreSeenByStat) {
+  constexpr int kFiles = 200;
+  MakeDir("walk", kFiles);
+  Result<std::string> plain = cluster().Mount({}, {"nostatahead"});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  const std::string dir = *plain + rel_ + "/walk";
+  // Name order: "f98" and "f99" are the last names of the listing, far past
+  // the kernel's first reply but in the first page the MDS sends.
+  std::vector<std::pair<std::string, int>> errors;
+  bool changed = false;
+  std::vector<std::string> names = WalkAndStat(dir, &errors, [&](int n) {
+    if (n != 0) return;
+    changed = unlink((dir + "/f98").c_str()) == 0 && chmod((dir + "/f99").c_str(), 0600) == 0;
+  });
+  ASSERT_TRUE(changed) << strerror(errno);
+  for (const auto& [name, err] : errors) {
+    EXPECT_EQ(name, "f98") << "stat failed: " << strerror(err);
+    EXPECT_EQ(err, ENOENT);
+  }
+  EXPECT_EQ(SizeOf(dir + "/f98"), -ENOENT);
+  struct stat st {};
+  ASSERT_EQ(stat((dir + "/f99").c_str(), &st), 0) << strerror(errno);
+  EXPECT_EQ(st.st_mode & 07777, 0600u) << "the listing's mode, from before the chmod";
+  EXPECT_TRUE(cluster().Unmount(*plain).ok());
 }
 
 }  // namespace
