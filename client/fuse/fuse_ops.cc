@@ -286,6 +286,7 @@ void FuseOps::OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     client::Attr held;
     if (statahead_->Take(parent, name, &held)) {
       client::Attr a = client_->WithLocal(std::move(held));
+      statahead_->Seen(parent, name, a);
       if (a.lease_ms > 0) return ReplyEntry(req, a);  // else open for writing here: ask
     }
   }
@@ -299,7 +300,10 @@ void FuseOps::OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     if (a.status().code() == ENOENT && left > 0) return ReplyAbsent(req, left);
     return ReplyStatus(req, a.status());
   }
-  if (statahead_ != nullptr && !dots && a->lease_ms > 0) statahead_->NoteMiss(parent, CredOf(req));
+  if (statahead_ != nullptr && !dots) {
+    statahead_->Seen(parent, name, *a);
+    if (a->lease_ms > 0) statahead_->NoteMiss(parent, CredOf(req));
+  }
   ReplyEntry(req, *a);
 }
 
@@ -392,10 +396,20 @@ void FuseOps::OnMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_
   ReplyEntry(req, *a);
 }
 
+// The statahead forgets only the name and the directory's attributes when
+// the name was a file's only link (StatAhead::Unlinking), so an unlink loop
+// (mdtest -r, rm -r) keeps its listing; anything else clears it first.
 void FuseOps::OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  const bool only_name = statahead_ != nullptr && statahead_->Unlinking(parent, name);
+  if (only_name) {
+    local_epoch_.fetch_add(1, std::memory_order_acq_rel);
+  } else {
+    LocalChange();
+  }
   const OpStart start = Begin();
   client::Attr dir_attr;
   Status st = client_->Unlink(CredOf(req), parent, name, &dir_attr);
+  if (only_name) statahead_->Unlinked(parent, name);
   NoteRemoved(parent, name, st, dir_attr, start);
   ReplyStatus(req, st);
 }
@@ -545,8 +559,7 @@ const fuse_lowlevel_ops& FuseOps::Table() {
     };
     o.unlink = [](fuse_req_t r, fuse_ino_t p, const char* n) {
       FuseOpScope scope = Track(r, FuseOp::kUnlink);
-      Self(r)->LocalChange();
-      Self(r)->OnUnlink(r, p, n);
+      Self(r)->OnUnlink(r, p, n);  // its own LocalChange
     };
     o.rmdir = [](fuse_req_t r, fuse_ino_t p, const char* n) {
       FuseOpScope scope = Track(r, FuseOp::kRmdir);

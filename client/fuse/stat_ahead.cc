@@ -46,6 +46,7 @@ bool StatAhead::Take(uint64_t dir, std::string_view name, client::Attr* out) {
   if (e == d->second.end()) return false;
   const auto now = Clock::now();
   bool live = e->second.expires > now;
+  if (S_ISDIR(e->second.attr.mode)) dir_names_.erase(e->second.attr.ino);
   if (live) {
     *out = std::move(e->second.attr);
     out->lease_ms = static_cast<uint32_t>(
@@ -59,12 +60,64 @@ bool StatAhead::Take(uint64_t dir, std::string_view name, client::Attr* out) {
   return live;
 }
 
+void StatAhead::EraseLocked(uint64_t dir, std::string_view name) {
+  auto d = dirs_.find(dir);
+  if (d == dirs_.end()) return;
+  auto e = d->second.find(std::string(name));
+  if (e == d->second.end()) return;
+  if (S_ISDIR(e->second.attr.mode)) dir_names_.erase(e->second.attr.ino);
+  d->second.erase(e);
+  --entries_;
+  if (d->second.empty()) dirs_.erase(d);
+}
+
+void StatAhead::Seen(uint64_t dir, std::string_view name, const client::Attr& a) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (seen_.size() >= kSeen) seen_.pop_front();
+  seen_.push_back(SeenName{dir, std::string(name), S_ISREG(a.mode) && a.nlink == 1});
+}
+
+bool StatAhead::Unlinking(uint64_t dir, std::string_view name) {
+  std::lock_guard<std::mutex> l(mu_);
+  bool one_link_file = false;
+  for (auto it = seen_.rbegin(); it != seen_.rend(); ++it) {
+    if (it->dir == dir && it->name == name) {
+      one_link_file = it->one_link_file;
+      break;
+    }
+  }
+  if (!one_link_file) return false;
+  EraseLocked(dir, name);
+  // The directory's mtime and ctime change: its own entry goes.
+  auto up = dir_names_.find(dir);
+  if (up != dir_names_.end()) {
+    const auto [parent, dname] = up->second;
+    EraseLocked(parent, dname);
+  }
+  if (gone_.size() >= 1024) return false;  // a storm of unlinks: the caller clears
+  gone_.push_back(Gone{dir, std::string(name)});
+  return true;
+}
+
+void StatAhead::Unlinked(uint64_t dir, std::string_view name) {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto now = Clock::now();
+  for (Gone& g : gone_) {
+    if (g.dir == dir && g.name == name && g.done == Clock::time_point::max()) {
+      g.done = now;
+      break;
+    }
+  }
+}
+
 void StatAhead::Clear() {
   std::lock_guard<std::mutex> l(mu_);
   ++epoch_;
   misses_ = 0;
+  seen_.clear();
   if (entries_ == 0) return;
   dirs_.clear();
+  dir_names_.clear();
   entries_ = 0;
 }
 
@@ -130,11 +183,19 @@ bool StatAhead::Fill(uint64_t dir, client::DirPage& page, Clock::time_point sent
   if (page.dir_lease_ms == 0) return false;  // no lease on the names: nothing to keep
   std::lock_guard<std::mutex> l(mu_);
   if (stop_ || epoch != epoch_) return false;
+  // Unlinks answered before this page was asked for are in it; the rest
+  // (in flight, or answered after) may not be.
+  std::erase_if(gone_, [&](const Gone& g) { return g.done <= sent; });
   auto& names = dirs_[dir];
   for (client::DirEntry& e : page.entries) {
     if (entries_ >= kMaxEntries) return false;
     if (!e.attr.has_value() || e.attr->lease_ms == 0) continue;
     if (!S_ISREG(e.attr->mode) && !S_ISDIR(e.attr->mode)) continue;
+    if (std::any_of(gone_.begin(), gone_.end(),
+                    [&](const Gone& g) { return g.dir == dir && g.name == e.name; })) {
+      continue;
+    }
+    if (S_ISDIR(e.attr->mode)) dir_names_[e.attr->ino] = {dir, e.name};
     const uint32_t ms = std::min(e.attr->lease_ms, page.dir_lease_ms);
     auto [it, added] = names.try_emplace(std::move(e.name));
     it->second.attr = std::move(*e.attr);

@@ -14,7 +14,12 @@
 // for; entries without both leases are not kept. Changes through this mount
 // revoke nothing (the MDS spares the requester), so every operation that
 // changes a name or attributes here clears the whole cache first (Clear,
-// from FuseOps), and a page in flight across a Clear is dropped (Epoch).
+// from FuseOps), and a page in flight across a Clear is dropped (Epoch) —
+// but for the unlink of a name whose LOOKUP answer showed a regular file
+// with one link (mdtest -r, rm -r): only that name and the directory's own
+// attributes change, so only they are forgotten (Unlinking/Unlinked), a
+// page in flight across it is kept without that name, and the run of
+// lookups goes on counting.
 // An entry is handed out once (Take): the kernel then holds it under its
 // own entry timeout, as for any LOOKUP reply. Callers merge the client's
 // own unreported writes into the attributes (libsfs Client::WithLocal),
@@ -36,6 +41,8 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "client/lib/client.h"
 #include "common/status.h"
@@ -67,6 +74,16 @@ class StatAhead {
   bool Take(uint64_t dir, std::string_view name, client::Attr* out);
   // Forgets every entry and every count (see above).
   void Clear();
+  // A LOOKUP of name in dir answered a (from here or the MDS): remembered
+  // for the next few unlinks (Unlinking).
+  void Seen(uint64_t dir, std::string_view name, const client::Attr& a);
+  // This mount is about to unlink name in dir. True if only the name and
+  // dir's attributes can change (the last LOOKUP of it showed a regular file
+  // with nlink 1): both are forgotten here and the name is kept out of
+  // pages in flight until Unlinked(dir, name). False: call Clear().
+  bool Unlinking(uint64_t dir, std::string_view name);
+  // The unlink that Unlinking(dir, name) announced has its answer.
+  void Unlinked(uint64_t dir, std::string_view name);
 
   // For tests and metrics.
   size_t size() const;
@@ -84,6 +101,21 @@ class StatAhead {
     uint64_t dir = 0;
     client::Cred cred;
   };
+  // A LOOKUP answer (Seen), and an unlink in flight or just answered (a page
+  // asked for before `done` may still show the name).
+  struct SeenName {
+    uint64_t dir = 0;
+    std::string name;
+    bool one_link_file = false;
+  };
+  struct Gone {
+    uint64_t dir = 0;
+    std::string name;
+    Clock::time_point done = Clock::time_point::max();
+  };
+  static constexpr size_t kSeen = 256;
+  // REQUIRES: mu_ held. Erases dir's entry for name, if held.
+  void EraseLocked(uint64_t dir, std::string_view name);
   void Run();
   void List(const Job& job);
   // Keeps page's entries unless a Clear came after epoch. False: stop.
@@ -105,6 +137,11 @@ class StatAhead {
   // is listed again only after a Clear or kRelistAfter.
   std::unordered_map<uint64_t, Listed> listed_;
   std::deque<Job> jobs_;          // GUARDED_BY(mu_)
+  std::deque<SeenName> seen_;     // GUARDED_BY(mu_): the last kSeen LOOKUP answers
+  std::vector<Gone> gone_;        // GUARDED_BY(mu_)
+  // GUARDED_BY(mu_): directory inode -> (its parent, its name) of each
+  // directory entry held, for Unlinking to forget a directory's attributes.
+  std::unordered_map<uint64_t, std::pair<uint64_t, std::string>> dir_names_;
   bool busy_ = false;             // GUARDED_BY(mu_)
   bool stop_ = false;             // GUARDED_BY(mu_)
   uint64_t listings_ = 0;         // GUARDED_BY(mu_)

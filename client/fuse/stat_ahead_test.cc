@@ -123,6 +123,59 @@ TEST(StatAheadTest, APageInFlightAcrossAClearIsNotKept) {
   EXPECT_EQ(s.size(), 0u);
 }
 
+client::Attr FileAttr(uint64_t ino, uint32_t nlink) {
+  client::Attr a;
+  a.ino = ino;
+  a.mode = S_IFREG | 0644;
+  a.nlink = nlink;
+  return a;
+}
+
+// An unlink loop (mdtest -r): each LOOKUP showed a file with one link, so the
+// unlink forgets only that name; the listing and the count of lookups stay.
+TEST(StatAheadTest, TheUnlinkOfAFilesOnlyLinkForgetsOnlyItsName) {
+  FakeDir d;
+  StatAhead s(d.Fn());
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  ASSERT_EQ(s.size(), 10u);
+  client::Attr a;
+  ASSERT_TRUE(s.Take(kDir, "f1", &a));
+  s.Seen(kDir, "f1", FileAttr(101, 1));
+  s.Seen(kDir, "f2", FileAttr(102, 1));
+  ASSERT_TRUE(s.Unlinking(kDir, "f1"));
+  s.Unlinked(kDir, "f1");
+  ASSERT_TRUE(s.Unlinking(kDir, "f2")) << "a name still held is forgotten too";
+  s.Unlinked(kDir, "f2");
+  EXPECT_FALSE(s.Take(kDir, "f2", &a));
+  EXPECT_TRUE(s.Take(kDir, "f3", &a)) << "the rest of the listing stays";
+  EXPECT_EQ(s.size(), 7u);
+  // Never seen, or a file with another link: the caller must clear.
+  EXPECT_FALSE(s.Unlinking(kDir, "f4"));
+  s.Seen(kDir, "f5", FileAttr(105, 2));
+  EXPECT_FALSE(s.Unlinking(kDir, "f5"));
+}
+
+// A page at the MDS while an unlink is in flight may still show the name:
+// it is kept without it.
+TEST(StatAheadTest, APageInFlightAcrossAnUnlinkIsKeptWithoutTheName) {
+  FakeDir d;
+  StatAhead* self = nullptr;
+  d.during_list = [&] {
+    self->Seen(kDir, "f4", FileAttr(104, 1));
+    ASSERT_TRUE(self->Unlinking(kDir, "f4"));
+    self->Unlinked(kDir, "f4");
+  };
+  StatAhead s(d.Fn());
+  self = &s;
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  EXPECT_EQ(s.size(), 9u);
+  client::Attr a;
+  EXPECT_FALSE(s.Take(kDir, "f4", &a));
+  EXPECT_TRUE(s.Take(kDir, "f5", &a));
+}
+
 TEST(StatAheadTest, EntriesWithoutBothLeasesAreNotKept) {
   FakeDir d;
   d.dir_lease_ms = 0;

@@ -119,6 +119,24 @@ TEST_F(StatAheadMountTest, AChangeThroughTheSameMountIsSeenByItsOtherNames) {
   EXPECT_EQ(st.st_size, 51 + 2);
 }
 
+// rm's loop (mdtest -r): each unlink of a file's only link forgets just that
+// name, so the listing the first lookups started answers the rest.
+TEST_F(StatAheadMountTest, AnUnlinkLoopKeepsTheListing) {
+  constexpr int kFiles = 300;
+  MakeDir("rm", kFiles);
+  const uint64_t lookups = MdsRequests("lookup");
+  for (int i = 0; i < kFiles; ++i) {
+    ASSERT_EQ(unlink(On(0, "rm/f" + std::to_string(i)).c_str()), 0) << i << strerror(errno);
+  }
+  const uint64_t asked = MdsRequests("lookup") - lookups;
+  EXPECT_LT(asked, kFiles / 4u) << "lookups at the MDS for " << kFiles << " unlinks";
+  for (int i = 0; i < kFiles; i += 37) {
+    EXPECT_EQ(SizeOf(On(0, "rm/f" + std::to_string(i))), -ENOENT) << i;
+    EXPECT_EQ(SizeOf(On(1, "rm/f" + std::to_string(i))), -ENOENT) << i;
+  }
+  EXPECT_EQ(rmdir(On(0, "rm").c_str()), 0) << strerror(errno);
+}
+
 // find(1)'s walk: each name stat(2)ed as readdir(3) returns it. Returns the
 // names and, in *stat_errors, the names whose stat failed with their errno.
 std::vector<std::string> WalkAndStat(const std::string& dir,
