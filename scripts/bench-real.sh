@@ -2,7 +2,7 @@
 # StripeFS next to MooseFS and the FUSE passthrough ceiling, measured with the real tools:
 # IOR 4.x, mdtest and IO500 under Open MPI (issue 14).
 #
-#   scripts/bench-real.sh [--peers stripefs,moosefs,fuse-passthrough] [--quick] [--runs N]
+#   scripts/bench-real.sh [--peers stripefs,moosefs,fuse-passthrough[,local,ceph]] [--quick] [--runs N]
 #                         [--dir DIR] [--build BUILD_DIR] [--tools TOOLS_DIR] [--keep]
 #                         [--stripe-count N]   (StripeFS: `sfs setstripe -c N` on the mount root;
 #                                               default: the file system's, 1 stripe as Lustre)
@@ -47,7 +47,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEERS_DIR="$ROOT/scripts/peers"
-ALL_PEERS=stripefs,moosefs,fuse-passthrough,local
+ALL_PEERS=stripefs,moosefs,fuse-passthrough,local,ceph
 PEERS=stripefs,moosefs,fuse-passthrough
 DIR=/tmp/sfs-real
 NSERVERS=4
@@ -115,6 +115,8 @@ sizes() {
 . "$PEERS_DIR/moosefs.sh"
 # shellcheck source=peers/local.sh
 . "$PEERS_DIR/local.sh"
+# shellcheck source=peers/ceph.sh
+. "$PEERS_DIR/ceph.sh"
 # suite.sh for cold(), fmt_num, fmt_ratio, short and label; its sfs-bench suite is not run.
 # shellcheck source=peers/suite.sh
 . "$PEERS_DIR/suite.sh"
