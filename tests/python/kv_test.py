@@ -176,6 +176,7 @@ class ConnectorTest(unittest.TestCase):
                for l in range(layers)]
         for l in range(layers):
             conn.save_kv_layer(tokens, l, kvs[l])
+        conn.wait_for_save()
         self.assertEqual(conn.get_num_matched_tokens(tokens), 5 * chunk)
         diverged = tokens[:3 * chunk] + [9999] + tokens[3 * chunk + 1:]
         self.assertEqual(conn.get_num_matched_tokens(diverged), 3 * chunk)
@@ -183,6 +184,9 @@ class ConnectorTest(unittest.TestCase):
         self.assertEqual(loaded.tokens, 5 * chunk)
         for l in range(layers):
             self.assertTrue(np.array_equal(loaded.layer(l), kvs[l][:, :5 * chunk]))
+        partial = conn.start_load_kv(diverged)  # no lookup first: the misses say where it stops
+        self.assertEqual(partial.tokens, 3 * chunk)
+        self.assertTrue(np.array_equal(partial.layer(1), kvs[1][:, :3 * chunk]))
         other = kv_connector.StripeFSConnector(
             KV, namespace="conn", layers=layers, chunk_tokens=chunk, block_shape=shape,
             salt=b"tenant-b", model="tiny", layout="fp32")
