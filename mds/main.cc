@@ -273,7 +273,7 @@ int Run(Flags flags, const sigset_t& stop_signals) {
       return 1;
     }
     key = std::move(*loaded);
-    LOG_INFO("cluster key " << flags.cluster_key << ": layouts carry capabilities");
+    LOG_INFO("cluster key " << flags.cluster_key << ": layouts carry capabilities, OSSes must prove the key");
   }
   OstRegistry osts(store->get());
   NamespaceOptions nopts;

@@ -10,7 +10,9 @@
 // Signals are blocked in every thread and taken synchronously with sigwait in
 // the main thread, so shutdown runs as ordinary code, not in a handler.
 #include <malloc.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <csignal>
@@ -265,11 +267,14 @@ int Serve(const Flags& flags, Stores& stores, KvStores& kvs, const sigset_t& sig
   OssService::KvTargets kv_targets;
   for (size_t i = 0; i < kvs.size(); ++i) kv_targets[stores[i].get()] = kvs[i].get();
   service.set_kv(std::move(kv_targets));
+  std::string key_bytes;  // for the registrar's handshake with the MDS
   if (!flags.cluster_key.empty()) {
     sfs::Result<sfs::auth::ClusterKey> key = sfs::auth::LoadKey(flags.cluster_key);
     if (!key.ok()) return Fail(key.status());
+    key_bytes = key->bytes;
     service.set_cluster_key(std::move(*key));
-    LOG_INFO("cluster key " << flags.cluster_key << ": capabilities checked");
+    LOG_INFO("cluster key " << flags.cluster_key
+                            << ": capabilities checked, registration authenticated");
   }
   // Metrics (off by default): declared before the server so they outlive it.
   metrics::Registry registry;
@@ -322,6 +327,18 @@ int Serve(const Flags& flags, Stores& stores, KvStores& kvs, const sigset_t& sig
     LOG_INFO("QoS: " << rules.size() << " rule(s) in force");
     qos.SetRules(std::move(rules));
   };
+  ropts.cluster_key = key_bytes;
+  // A refusal by the MDS (docs/security.md "OSS <-> MDS") ends the process
+  // with its reason: SIGTERM wakes the sigwait below.
+  std::mutex refused_mu;
+  Status refused;  // GUARDED_BY(refused_mu)
+  ropts.on_refused = [&](const Status& st) {
+    {
+      std::lock_guard lock(refused_mu);
+      refused = st;
+    }
+    ::kill(::getpid(), SIGTERM);
+  };
   Registrar registrar(ropts, raw, io->MakeTcpChannel(flags.mds), on_registered);
   LOG_INFO("serving " << raw.size() << " OST(s) on " << *self << " as " << ropts.self_address
                        << ", MDS " << flags.mds);
@@ -336,6 +353,12 @@ int Serve(const Flags& flags, Stores& stores, KvStores& kvs, const sigset_t& sig
   qos.Stop();
   server->Stop();
   metrics_server.reset();  // before the stores its scrapes read
+  std::lock_guard lock(refused_mu);
+  if (!refused.ok()) {
+    std::fprintf(stderr, "sfs-oss: the MDS %s refused this OSS: %s\n", flags.mds.c_str(),
+                 refused.message().c_str());
+    return 1;
+  }
   return 0;
 }
 

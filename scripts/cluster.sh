@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A local StripeFS cluster on 127.0.0.1: 1 sfs-mds + N sfs-oss, state under one directory.
 #
-#   scripts/cluster.sh up [--oss N] [--dir DIR] [--mount MNT] [--build BUILD_DIR]
+#   scripts/cluster.sh up [--oss N] [--dir DIR] [--mount MNT] [--build BUILD_DIR] [--cluster-key FILE]
 #   scripts/cluster.sh down [--dir DIR]
 #   scripts/cluster.sh status [--dir DIR]
 #   scripts/cluster.sh kill-mds | restart-mds [--dir DIR]
@@ -13,18 +13,21 @@
 # read through a pipe with a deadline (SFS_START_TIMEOUT seconds, default 30),
 # and prints the MDS address. A restart reuses the recorded address, so
 # clients and OSSes find the daemon where it was. kill-* sends SIGKILL.
+# --cluster-key FILE: every daemon gets that cluster key (docs/security.md),
+# made (32 random bytes, mode 0600) if FILE does not exist; restarts reuse it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=.cluster
 NOSS=4
 MNT=""
+KEY=""
 BUILD=${BUILD_DIR:-$ROOT/build}
 START_TIMEOUT=${SFS_START_TIMEOUT:-30}
 STOP_TIMEOUT=${SFS_STOP_TIMEOUT:-10}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 parse_opts() {
   while [ $# -gt 0 ]; do
@@ -33,6 +36,7 @@ parse_opts() {
       --dir) DIR=${2:?--dir needs a path}; shift 2 ;;
       --mount) MNT=${2:?--mount needs a path}; shift 2 ;;
       --build) BUILD=${2:?--build needs a path}; shift 2 ;;
+      --cluster-key) KEY=${2:?--cluster-key needs a file}; shift 2 ;;
       *) echo "cluster.sh: unknown option: $1" >&2; usage ;;
     esac
   done
@@ -48,6 +52,23 @@ bin() {  # bin NAME → path of the built daemon
     [ -x "$p" ] && { echo "$p"; return; }
   done
   command -v "$1" 2>/dev/null || die "$1 not found under $BUILD (build first: scripts/build.sh)"
+}
+
+# key_args: the --cluster-key flag every daemon gets, if `up` recorded a key.
+key_args() {
+  local k; k=$(cat "$DIR/cluster-key.path" 2>/dev/null) || return 0
+  echo "--cluster-key $k"
+}
+
+# setup_key: records KEY for the daemons (made if absent), or none.
+setup_key() {
+  rm -f "$DIR/cluster-key.path"
+  [ -n "$KEY" ] || return 0
+  if [ ! -e "$KEY" ]; then
+    (umask 077 && head -c 32 /dev/urandom >"$KEY") || die "cannot write cluster key $KEY"
+  fi
+  KEY=$(cd "$(dirname "$KEY")" && pwd)/$(basename "$KEY")
+  echo "$KEY" >"$DIR/cluster-key.path"
 }
 
 pid_of() { cat "$DIR/pids/$1.pid" 2>/dev/null || true; }
@@ -86,7 +107,8 @@ start_mds() {
   local b; b=$(bin sfs-mds)
   mkdir -p "$DIR/mds"
   # shellcheck disable=SC2086  # SFS_MDS_FLAGS: extra sfs-mds flags, word-split on purpose
-  start mds "$1" "$b" --data "$DIR/mds" ${SFS_MDS_FLAGS:-}
+  # shellcheck disable=SC2046  # key_args: a flag and a path without spaces
+  start mds "$1" "$b" --data "$DIR/mds" $(key_args) ${SFS_MDS_FLAGS:-}
 }
 
 start_oss() {
@@ -94,7 +116,8 @@ start_oss() {
   b=$(bin sfs-oss)
   mds=$(cat "$DIR/mds.addr") || die "no MDS address recorded in $DIR"
   mkdir -p "$DIR/ost$k"
-  start "oss$k" "$2" "$b" --mds "$mds" --ost "$DIR/ost$k"
+  # shellcheck disable=SC2046
+  start "oss$k" "$2" "$b" --mds "$mds" --ost "$DIR/ost$k" $(key_args)
 }
 
 # wait_gone PID SECONDS: true iff PID exits within the deadline.
@@ -150,6 +173,7 @@ do_unmount() {
 
 cmd_up() {
   parse_opts "$@"
+  setup_key
   start_mds 127.0.0.1:0
   local k
   for ((k = 0; k < NOSS; k++)); do start_oss "$k" 127.0.0.1:0; done

@@ -82,7 +82,7 @@ bool MdsService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
   if (leases_ == nullptr && r.op_case() != MdsRequest::kLock && r.op_case() != MdsRequest::kReplay) {
     return false;
   }
-  if (!GateTenant(r, done)) HandleParsed(r, std::move(done));
+  if (!GateOss(r, done) && !GateTenant(r, done)) HandleParsed(r, std::move(done));
   return true;
 }
 
@@ -94,7 +94,7 @@ void MdsService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
     Handler::HandleAsync(req, std::move(done));
     return;
   }
-  if (!GateTenant(r, done)) HandleParsed(r, std::move(done));
+  if (!GateOss(r, done) && !GateTenant(r, done)) HandleParsed(r, std::move(done));
 }
 
 void MdsService::HandleParsed(const MdsRequest& r, rpc::ReplyFn done) {

@@ -308,6 +308,8 @@ std::string MdsService::HandlePayload(const std::string& payload) {
   // refuses the others itself).
   if (recovering() && !ServedDuringRecovery(req.op_case())) return RecoveringReply();
   auto start = std::chrono::steady_clock::now();
+  std::optional<OssGate::Seal> seal;  // oss_gate.h
+  if (oss_gate_.Admit(req, &resp, &seal)) return resp.SerializeAsString();
   std::optional<TenantGate::View> tenant;  // tenant_gate.h
   if (tenants_.Admit(&req, &resp, &tenant)) return resp.SerializeAsString();
   if (replay_ && !ns_->committer().sync_each_op()) {
@@ -319,6 +321,7 @@ std::string MdsService::HandlePayload(const std::string& payload) {
     Dispatch(req, &resp);
   }
   if (tenant.has_value()) TenantGate::Outbound(*tenant, &resp);
+  if (seal.has_value()) oss_gate_.Sign(*seal, req, &resp);
   if (metrics_ != nullptr) {
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now() - start);

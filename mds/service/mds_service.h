@@ -31,6 +31,7 @@
 #include "mds/namespace/namespace.h"
 #include "mds/namespace/ost_registry.h"
 #include "mds/service/mds_metrics.h"
+#include "mds/service/oss_gate.h"
 #include "mds/service/tenant_gate.h"
 
 namespace sfs::mds {
@@ -76,8 +77,12 @@ class MdsService : public rpc::Handler {
   void set_metrics_address(std::string a) { metrics_address_ = std::move(a); }
   // With a cluster key every file layout a reply carries gets a capability
   // for its objects (sign_layouts.cc, docs/protocol.md "Capabilities").
-  // REQUIRES: set before serving.
-  void set_cluster_key(auth::ClusterKey key) { key_ = std::move(key); }
+  // The OSSes must then prove the key at every registration and heartbeat
+  // (oss_gate.h). REQUIRES: set before serving.
+  void set_cluster_key(auth::ClusterKey key) {
+    oss_gate_.set_key(key.bytes);
+    key_ = std::move(key);
+  }
   // How long those capabilities last (tests shorten it to see renewal).
   void set_capability_lifetime_s(int64_t s) { capability_lifetime_s_ = s; }
   // Answers RebuildStatusReq (the MDS's MirrorResyncer::FillStatus); unset: ENOSYS.
@@ -144,6 +149,9 @@ class MdsService : public rpc::Handler {
   // tenant_gate.cc: the handshake and a tenant's view (TenantGate). True
   // iff done was called; else r is what to apply and done maps the reply.
   bool GateTenant(proto::MdsRequest& r, rpc::ReplyFn& done);
+  // oss_gate.cc: the OSSes' handshake (OssGate). True iff done was called;
+  // else done seals an authenticated OSS request's answer.
+  bool GateOss(const proto::MdsRequest& r, rpc::ReplyFn& done);
   std::vector<LeaseInval> ApplyLocked(const proto::MdsRequest& req, proto::MdsResponse* resp,
                                       uint64_t* durable_seq);
   std::vector<LeaseInval> NamesChanged(const proto::MdsRequest& req);
@@ -153,6 +161,7 @@ class MdsService : public rpc::Handler {
   OstRegistry* const osts_;
   LeaseTable* const leases_;
   TenantGate tenants_;
+  OssGate oss_gate_;
   LockTable* locks_ = nullptr;
   MdsMetrics* metrics_ = nullptr;
   std::string metrics_address_;

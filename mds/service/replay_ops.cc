@@ -56,6 +56,8 @@ bool MdsService::ServedDuringRecovery(int op) {
     // A tenant client authenticates again before it replays (sessions live
     // in memory): the handshake touches no namespace state.
     case MdsRequest::kTenantHello: case MdsRequest::kTenantAuth:
+    // An OSS's challenge for its register or heartbeat (oss_gate.h).
+    case MdsRequest::kOssHello:
       return true;
     default:
       return false;

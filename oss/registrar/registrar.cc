@@ -3,6 +3,8 @@
 
 #include <random>
 
+#include "common/auth/cluster_auth.h"
+#include "common/auth/tenant_auth.h"
 #include "common/log.h"
 #include "mds.pb.h"
 
@@ -40,6 +42,12 @@ void FillOsts(const std::vector<ObjectStore*>& stores, const std::vector<uint32_
   }
 }
 
+// A refusal of the MDS's that no retry cures: it wants a key we lack or
+// ours is wrong (EACCES; also our check of its reply), or it has none and
+// we do (EOPNOTSUPP). ESTALE (our challenge was lost: the MDS restarted
+// between the two calls) and transport errors are retried.
+bool Final(const Status& st) { return st.code() == EACCES || st.code() == EOPNOTSUPP; }
+
 }  // namespace
 
 Registrar::Registrar(RegistrarOptions opts, std::vector<ObjectStore*> stores,
@@ -74,6 +82,7 @@ void Registrar::Run() {
   for (;;) {
     if (!registered) {
       Status st = Register();
+      if (Final(st)) return Refused("registration", st);
       registered = st.ok();
       if (!registered) LogFailure("registration", st);
       std::chrono::milliseconds wait = registered ? opts_.heartbeat_interval : backoff;
@@ -82,6 +91,7 @@ void Registrar::Run() {
       continue;
     }
     Status st = Heartbeat();
+    if (Final(st)) return Refused("heartbeat", st);
     if (!st.ok()) {
       // ENOENT/ESTALE: the MDS forgot us. A transport error: it may have
       // restarted. Anything else: it is confused. Registration is idempotent
@@ -108,6 +118,41 @@ Status Registrar::CallMds(const std::string& payload, std::string* response_payl
   return Status::Ok();
 }
 
+void Registrar::Refused(const char* what, const Status& st) {
+  if (opts_.on_refused) {
+    opts_.on_refused(Status::Errno(st.code(), std::string(what) + ": " + st.message()));
+  } else {
+    LOG_ERROR(what << " with MDS " << mds_->address() << " refused: " << st.message());
+  }
+}
+
+Status Registrar::CallAuthenticated(proto::MdsRequest* req, proto::MdsResponse* resp) {
+  SFS_ASSIGN_OR_RETURN(std::string oss_nonce, auth::RandomBytes(auth::kClusterNonceBytes));
+  proto::MdsRequest hello;
+  hello.set_client_id(client_id_);
+  hello.set_xid(next_xid_++);
+  hello.mutable_oss_hello()->set_oss_nonce(oss_nonce);
+  std::string reply;
+  SFS_RETURN_IF_ERROR(CallMds(hello.SerializeAsString(), &reply));
+  proto::MdsResponse challenge;
+  if (!challenge.ParseFromString(reply)) return Status::Errno(EPROTO, "unparsable MDS reply");
+  const std::string& nonce = challenge.oss_hello().nonce();
+  bool reg = req->op_case() == proto::MdsRequest::kRegisterOss;
+  std::string op = reg ? req->register_oss().SerializeAsString() : req->heartbeat().SerializeAsString();
+  req->mutable_oss_auth()->set_nonce(nonce);
+  req->mutable_oss_auth()->set_mac(auth::OssRequestMac(opts_.cluster_key, nonce, client_id_, op));
+  SFS_RETURN_IF_ERROR(CallMds(req->SerializeAsString(), &reply));
+  if (!resp->ParseFromString(reply)) return Status::Errno(EPROTO, "unparsable MDS reply");
+  std::string result =
+      reg ? resp->register_oss().SerializeAsString() : resp->heartbeat().SerializeAsString();
+  std::string want = auth::MdsReplyMac(opts_.cluster_key, oss_nonce, nonce, client_id_, result);
+  if (!auth::MacEqual(want, resp->oss_reply_mac())) {
+    return Status::Errno(EACCES, "the MDS's answer is not sealed with this OSS's cluster key "
+                                 "(not the cluster's MDS, or another key)");
+  }
+  return Status::Ok();
+}
+
 Status Registrar::Register() {
   proto::MdsRequest req;
   req.set_client_id(client_id_);
@@ -115,10 +160,14 @@ Status Registrar::Register() {
   proto::RegisterOssReq* reg = req.mutable_register_oss();
   reg->set_address(opts_.self_address);
   FillOsts(stores_, {}, opts_.self_address, opts_.metrics_address, reg->mutable_osts());
-  std::string reply;
-  SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
   proto::MdsResponse resp;
-  resp.ParseFromString(reply);
+  if (!opts_.cluster_key.empty()) {
+    SFS_RETURN_IF_ERROR(CallAuthenticated(&req, &resp));
+  } else {
+    std::string reply;
+    SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
+    resp.ParseFromString(reply);
+  }
   const auto& got = resp.register_oss().indices();
   if (static_cast<size_t>(got.size()) != stores_.size()) {
     return Status::Errno(EPROTO, "MDS returned " + std::to_string(got.size()) + " indices for " +
@@ -144,12 +193,16 @@ Status Registrar::Heartbeat() {
   proto::HeartbeatReq* hb = req.mutable_heartbeat();
   hb->set_address(opts_.self_address);
   FillOsts(stores_, indices_, opts_.self_address, opts_.metrics_address, hb->mutable_osts());
-  std::string reply;
-  SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
+  proto::MdsResponse resp;
+  if (!opts_.cluster_key.empty()) {
+    SFS_RETURN_IF_ERROR(CallAuthenticated(&req, &resp));
+  } else {
+    std::string reply;
+    SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
+    if (!resp.ParseFromString(reply)) return Status::Errno(EPROTO, "heartbeat reply does not parse");
+  }
   heartbeats_.fetch_add(1);
   if (opts_.on_qos) {
-    proto::MdsResponse resp;
-    if (!resp.ParseFromString(reply)) return Status::Errno(EPROTO, "heartbeat reply does not parse");
     QosRules rules;
     constexpr double kMiB = 1024.0 * 1024.0;
     for (const proto::QosEntry& e : resp.heartbeat().qos()) {

@@ -12,6 +12,13 @@
 // map the callback installs. Each MDS request carries a random per-process
 // client id and a fresh xid, so the MDS's de-duplication never confuses two.
 //
+// With a cluster key (RegistrarOptions::cluster_key; docs/security.md "OSS
+// <-> MDS") every registration and heartbeat is preceded by an OssHelloReq
+// and carries the MAC of the MDS's nonce, and the MDS's answer is believed
+// only with a valid reply MAC. A refusal no retry can cure (the MDS wants a
+// key we lack, ours is wrong, the MDS has none, or its answer is not
+// sealed with our key) ends the loop and is handed to on_refused.
+//
 // Thread safety: Start() and Stop() are called from one controlling thread.
 // The callback runs on the registrar thread.
 #pragma once
@@ -28,6 +35,7 @@
 #include <vector>
 
 #include "common/rpc/rpc.h"
+#include "mds.pb.h"
 #include "oss/service/qos.h"
 #include "oss/store/object_store.h"
 
@@ -45,6 +53,12 @@ struct RegistrarOptions {
   // Receives the QoS table of every heartbeat reply (the MDS sends it whole
   // each time; docs/qos.md). Runs on the registrar thread. Empty = ignored.
   std::function<void(QosRules)> on_qos;
+  // The cluster key's 32 bytes ("" = none: the requests go unauthenticated,
+  // as an MDS without a key wants them).
+  std::string cluster_key;
+  // Called once, on the registrar thread, when the MDS refuses this OSS for
+  // good (see above); the registrar then stops contacting it. Empty = logged only.
+  std::function<void(const Status&)> on_refused;
 };
 
 class Registrar {
@@ -73,9 +87,14 @@ class Registrar {
   // One round trip to the MDS: transport errors as they come, then the
   // response's own status (EPROTO if it does not parse).
   Status CallMds(const std::string& payload, std::string* response_payload);
+  // A keyed OSS's round trip for req (a register or heartbeat): the
+  // challenge, then req with its MAC; *resp only if its reply MAC holds.
+  Status CallAuthenticated(proto::MdsRequest* req, proto::MdsResponse* resp);
   // Sleeps for d unless stopped first; returns false iff stopped.
   bool SleepFor(std::chrono::milliseconds d);
   void LogFailure(const char* what, const Status& st);
+  // Logs a final refusal and hands it to on_refused.
+  void Refused(const char* what, const Status& st);
 
   const RegistrarOptions opts_;
   const std::vector<ObjectStore*> stores_;

@@ -59,7 +59,9 @@ struct ClusterOptions {
   // 127.0.0.1:0); see mds_metrics_address().
   bool metrics = false;
   // The daemons get a fresh cluster key (root()/cluster.key, mode 0600):
-  // the MDS signs capabilities, every OSS checks them (docs/security.md).
+  // the MDS signs capabilities, every OSS checks them and proves the key at
+  // every registration and heartbeat (docs/security.md, "OSS <-> MDS").
+  // Off by default: with it every raw OSS request of a test needs a token.
   bool cluster_key = false;
 };
 
