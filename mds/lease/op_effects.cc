@@ -177,6 +177,10 @@ const Row kRows[] = {
                  "a lease"}},
     {MdsRequest::kHeartbeat,
      {.mutating = true, .neutral = "updates the OST registry's liveness and space figures"}},
+    {MdsRequest::kOssHello,
+     {.mutating = true,
+      .neutral = "hands an OSS a one-use nonce for its next registration or heartbeat "
+                 "proof (oss_gate.h): memory only, no namespace record"}},
     {MdsRequest::kReplay,
      {.mutating = true,
       .neutral = "re-applies requests the client kept (replay_ops.cc), each under its own "

@@ -139,11 +139,15 @@ TEST_F(FuseMirrorTest, SharedFileSurvivesAnOssKilledMidRunAndNeverRestarted) {
   const int victim = cluster().OssOfOst(*client_, l.objects[0].ost);
   ASSERT_GE(victim, 0);
 
-  // Blocks written so far, shared with the children: the OSS dies mid-run.
-  auto* written = static_cast<std::atomic<int>*>(
-      mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  // Blocks written so far, shared with the children, and whether the OSS is
+  // dead yet: each writer holds its second half until it is, so that the OSS
+  // dies mid-run however fast the writers are.
+  auto* written = static_cast<std::atomic<int>*>(mmap(nullptr, 2 * sizeof(std::atomic<int>),
+                                                      PROT_READ | PROT_WRITE,
+                                                      MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(written, MAP_FAILED);
   new (written) std::atomic<int>(0);
+  std::atomic<int>* killed = new (written + 1) std::atomic<int>(0);
   std::vector<pid_t> kids;
   for (int t = 0; t < kTasks; ++t) {
     pid_t pid = fork();
@@ -152,6 +156,12 @@ TEST_F(FuseMirrorTest, SharedFileSurvivesAnOssKilledMidRunAndNeverRestarted) {
       int fd = open(path.c_str(), O_WRONLY);
       if (fd < 0) _exit(10);
       for (int s = 0; s < kSegments; ++s) {
+        if (s == kSegments / 2) {
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+          while (killed->load() == 0 && std::chrono::steady_clock::now() < give_up) {
+            std::this_thread::yield();
+          }
+        }
         const size_t off = (size_t{static_cast<size_t>(s)} * kTasks + t) * kBlock;
         if (pwrite(fd, data.data() + off, kBlock, static_cast<off_t>(off)) != static_cast<ssize_t>(kBlock)) _exit(11);
         written->fetch_add(1);
@@ -162,16 +172,18 @@ TEST_F(FuseMirrorTest, SharedFileSurvivesAnOssKilledMidRunAndNeverRestarted) {
     kids.push_back(pid);
   }
   const int total = kTasks * kSegments;
-  EXPECT_TRUE(PollUntil([&] { return written->load() >= total / 3; }, std::chrono::seconds(60)));
-  ASSERT_TRUE(cluster().KillOss(victim).ok());
+  EXPECT_TRUE(PollUntil([&] { return written->load() >= total / 2; }, std::chrono::seconds(60)));
+  const Status kill = cluster().KillOss(victim);
   const int at_kill = written->load();
+  killed->store(1);
+  ASSERT_TRUE(kill.ok()) << kill.ToString();
   for (pid_t pid : kids) {
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "a writer failed: status " << status << " (1x = open, write, fsync, close)";
   }
-  munmap(written, sizeof(std::atomic<int>));
+  munmap(written, 2 * sizeof(std::atomic<int>));
   EXPECT_LT(at_kill, total) << "the OSS died after the run, not during it";
 
   struct stat st {};
