@@ -362,26 +362,32 @@ Status Striper::WriteEc(const LayoutSpec& l, uint64_t off, std::span<const uint8
 
 Status Striper::LockClusterRows(const LayoutSpec& l, uint64_t owner, uint64_t first, uint64_t end,
                                 bool lock) {
-  if (!hooks_.row_lock || l.ino == 0 || no_cluster_locks_) return Status::Ok();
   const uint64_t rb = l.stripe_size * l.ec_data;
   const uint64_t start = first * rb;
   const uint64_t last = end > UINT64_MAX / rb ? UINT64_MAX : end * rb - 1;
+  return LockClusterBytes(l, owner, start, last, lock);
+}
+
+Status Striper::LockClusterBytes(const LayoutSpec& l, uint64_t owner, uint64_t start,
+                                 uint64_t last, bool lock) {
+  if (!hooks_.row_lock || l.ino == 0 || no_cluster_locks_) return Status::Ok();
   Status st = hooks_.row_lock(l.ino, owner, start, last, lock);
   if (st.code() == ENOLCK) {
     if (!no_cluster_locks_.exchange(true)) {
       LOG_WARN(
-          "the MDS grants no locks: EC rows are read-modify-written without the "
-          "cluster-wide row lock (concurrent writers from other clients may "
-          "leave parity inconsistent)");
+          "the MDS grants no locks: EC rows are read-modify-written and mirror copies "
+          "written without the cluster-wide range lock (concurrent writers from other "
+          "clients may leave parity inconsistent or copies different)");
     }
     return Status::Ok();
   }
   if (!st.ok() && !lock) {
-    LOG_WARN("inode " << l.ino << ": releasing the EC row lock: " << st.ToString());
+    LOG_WARN("inode " << l.ino << ": releasing the redundancy range lock: " << st.ToString());
   }
-  return st.ok()
-             ? st
-             : Status(EIO, "EC row lock of inode " + std::to_string(l.ino) + ": " + st.ToString());
+  return st.ok() ? st
+                 : Status(EIO, std::string(l.IsEc() ? "EC row" : "mirror range") +
+                                   " lock of inode " + std::to_string(l.ino) + ": " +
+                                   st.ToString());
 }
 
 Status Striper::WriteRows(const LayoutSpec& l, const ec::Geometry& g, const ec::RsCodec& codec,

@@ -30,6 +30,11 @@ using Piece = Striper::Piece;
 
 constexpr int kMaxRounds = 16;
 
+// Owners of the cluster-wide range locks of mirrored writes: one per write
+// (or per file of a batch), apart from the EC rows' (ec_io.cc) and the
+// kernel's lock owners.
+constexpr uint64_t kMirrorOwnerBase = uint64_t{0x4D} << 56;
+
 // Ops a late copy of could undo a later one: they carry the fence epoch.
 bool Mutates(const Piece& p) {
   return p.op == Piece::Op::kWrite || p.op == Piece::Op::kTruncate || p.op == Piece::Op::kWriteV ||
@@ -547,11 +552,35 @@ Status Striper::Write(const LayoutSpec& l, uint64_t off, std::span<const uint8_t
   SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
   std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kWrite, off, buf.size());
   for (Piece& p : pieces) p.out = buf.subspan(p.file_offset - off, p.length);
-  if (l.Copies() > 1) return RunMirrored(l, pieces);
+  if (l.Copies() > 1) return RunMirroredLocked(l, pieces, off, off + buf.size() - 1);
   return Run(pieces);
 }
 
 void Striper::WriteBatch(std::span<BatchWrite> writes) {
+  // Mirrored files' writes go out under one cluster-wide range lock per file
+  // (the span of its writes in the batch), taken in inode order so that two
+  // batches never wait on each other in a cycle.
+  struct Held {
+    const LayoutSpec* layout = nullptr;
+    uint64_t owner = 0, start = UINT64_MAX, last = 0;
+    Status status;
+  };
+  std::map<uint64_t, Held> held;  // ino -> its lock
+  for (BatchWrite& w : writes) {
+    if (w.buf.empty() || w.layout->IsEc() || w.layout->Copies() < 2) continue;
+    Held& h = held[w.layout->ino];
+    h.layout = w.layout;
+    h.start = std::min(h.start, w.off);
+    h.last = std::max(h.last, w.off + w.buf.size() - 1);
+  }
+  for (auto& [ino, h] : held) {
+    h.owner = kMirrorOwnerBase | ++row_owners_;
+    h.status = LockClusterBytes(*h.layout, h.owner, h.start, h.last, true);
+  }
+  auto lock_of = [&](const BatchWrite& w) -> Held* {
+    if (w.buf.empty() || w.layout->IsEc() || w.layout->Copies() < 2) return nullptr;
+    return &held.at(w.layout->ino);
+  };
   std::vector<Piece> pieces;
   std::vector<size_t> first(writes.size() + 1, 0);  // writes[i]'s pieces start at first[i]
   std::vector<bool> split(writes.size(), false);
@@ -563,6 +592,10 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
     if (w.buf.empty()) continue;
     if (w.layout->IsEc()) {
       ec.push_back(i);  // its own rows' read-modify-write and encoding: after the others
+      continue;
+    }
+    if (Held* h = lock_of(w); h != nullptr && !h->status.ok()) {
+      w.status = h->status;
       continue;
     }
     Result<layout::Geometry> g = GeometryOf(*w.layout);
@@ -579,6 +612,7 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
   first[writes.size()] = pieces.size();
   RunWrites(pieces);
   const std::span<const Piece> all(pieces);
+  std::vector<size_t> again;  // mirrored writes no good copy took
   for (size_t i = 0; i < writes.size(); ++i) {
     if (!split[i]) continue;
     std::span<const Piece> mine = all.subspan(first[i], first[i + 1] - first[i]);
@@ -594,12 +628,20 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
         break;
       }
     }
-    // No good copy took it: once more as Write does it (asking the MDS for
-    // resynced copies, waiting for a restarting OSS).
-    if (!writes[i].status.ok()) {
-      writes[i].status = Write(*writes[i].layout, writes[i].off, writes[i].buf);
+    if (!writes[i].status.ok()) again.push_back(i);
+  }
+  for (auto& [ino, h] : held) {
+    if (!h.status.ok()) continue;
+    Status un = LockClusterBytes(*h.layout, h.owner, h.start, h.last, false);
+    if (un.ok()) continue;
+    for (size_t i = 0; i < writes.size(); ++i) {
+      if (lock_of(writes[i]) == &h && writes[i].status.ok()) writes[i].status = un;
     }
   }
+  // Once more as Write does it (asking the MDS for resynced copies, waiting
+  // for a restarting OSS), each under its own lock now that the batch's are
+  // released.
+  for (size_t i : again) writes[i].status = Write(*writes[i].layout, writes[i].off, writes[i].buf);
   for (size_t i : ec) writes[i].status = WriteEc(*writes[i].layout, writes[i].off, writes[i].buf);
 }
 
@@ -652,7 +694,7 @@ Status Striper::Truncate(const LayoutSpec& l, uint64_t size) {
   for (size_t i = 0; i < pieces.size(); ++i) {
     pieces[i].offset = layout::ObjectSize(g, static_cast<uint32_t>(i), size);
   }
-  if (l.Copies() > 1) return RunMirrored(l, pieces);
+  if (l.Copies() > 1) return RunMirroredLocked(l, pieces, size, UINT64_MAX);
   return Run(pieces);
 }
 
@@ -837,6 +879,16 @@ void Striper::Settle(const LayoutSpec& l, std::span<const Piece> copies,
   }
   if (st.ok()) return;
   for (size_t k : marked_groups) (*group_status)[k] = st;
+}
+
+Status Striper::RunMirroredLocked(const LayoutSpec& l, std::vector<Piece>& pieces,
+                                  uint64_t start, uint64_t last) {
+  const uint64_t owner = kMirrorOwnerBase | ++row_owners_;
+  SFS_RETURN_IF_ERROR(LockClusterBytes(l, owner, start, last, true));
+  Status st = RunMirrored(l, pieces);
+  Status un = LockClusterBytes(l, owner, start, last, false);
+  SFS_RETURN_IF_ERROR(st);
+  return un;
 }
 
 Status Striper::RunMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {

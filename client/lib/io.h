@@ -237,6 +237,14 @@ class Striper {
   // after LockRows; a no-op without the hook, an inode or an MDS with locks.
   Status LockClusterRows(const LayoutSpec& l, uint64_t owner, uint64_t first, uint64_t end,
                          bool lock);
+  // The same on bytes [start, last] of l's file (mirrored writes and truncates).
+  Status LockClusterBytes(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
+                          bool lock);
+  // A mirrored mutation of bytes [start, last]: RunMirrored under the range's
+  // cluster-wide lock, so that every copy gets the writes of all clients in
+  // one order.
+  Status RunMirroredLocked(const LayoutSpec& l, std::vector<Piece>& pieces, uint64_t start,
+                           uint64_t last);
   void NoteFailed(uint32_t ost);
   bool RecentlyFailed(uint32_t ost) const;
   // False once the OSS now serving ost has refused write_v.
