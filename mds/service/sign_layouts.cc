@@ -64,8 +64,12 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       cred.uid = req.cred().uid();
       cred.gid = req.cred().gid();
       cred.groups.assign(req.cred().groups().begin(), req.cred().groups().end());
-      uint32_t rights = auth::kRead;
+      // Read too: a reader whose capability a chmod revoked renews here, and
+      // must not get back what the new mode no longer gives it.
+      uint32_t rights = 0;
+      if (CheckAccess(cred, *attr, kMayRead).ok()) rights |= auth::kRead;
       if (CheckAccess(cred, *attr, kMayWrite).ok()) rights |= auth::kWrite;
+      if (rights == 0) return;  // no capability: the OSSes refuse its requests
       Attach(key, capability_lifetime_s_, MintTimeMs(ino, req.tenant()), req.tenant(), ino,
              rights, resp->mutable_get_layout()->mutable_layout());
       return;
