@@ -566,8 +566,11 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
     Status status;
   };
   std::map<uint64_t, Held> held;  // ino -> its lock
+  auto mirrored = [](const BatchWrite& w) {
+    return !w.buf.empty() && !w.layout->IsEc() && w.layout->Copies() > 1;
+  };
   for (BatchWrite& w : writes) {
-    if (w.buf.empty() || w.layout->IsEc() || w.layout->Copies() < 2) continue;
+    if (!mirrored(w)) continue;
     Held& h = held[w.layout->ino];
     h.layout = w.layout;
     h.start = std::min(h.start, w.off);
@@ -578,8 +581,7 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
     h.status = LockClusterBytes(*h.layout, h.owner, h.start, h.last, true);
   }
   auto lock_of = [&](const BatchWrite& w) -> Held* {
-    if (w.buf.empty() || w.layout->IsEc() || w.layout->Copies() < 2) return nullptr;
-    return &held.at(w.layout->ino);
+    return mirrored(w) ? &held.at(w.layout->ino) : nullptr;
   };
   std::vector<Piece> pieces;
   std::vector<size_t> first(writes.size() + 1, 0);  // writes[i]'s pieces start at first[i]
