@@ -328,6 +328,7 @@ int Serve(const Flags& flags, Stores& stores, KvStores& kvs, const sigset_t& sig
     qos.SetRules(std::move(rules));
   };
   ropts.cluster_key = key_bytes;
+  if (!key_bytes.empty()) ropts.revocations = service.revocations();
   // A refusal by the MDS (docs/security.md "OSS <-> MDS") ends the process
   // with its reason: SIGTERM wakes the sigwait below.
   std::mutex refused_mu;

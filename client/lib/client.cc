@@ -129,6 +129,19 @@ class Client::Impl {
   }
   void Register(const std::shared_ptr<File>& f);
   void Unregister(const File* f);
+
+  // Who each capability was handed to (the opener's credentials), so that
+  // its renewal asks the MDS as them and never gets back a right a chmod
+  // took away. A token never seen here (none of ours) renews as root, as
+  // before. Entries unused for a day go once there are many.
+  struct CapHolder {
+    Cred cred;
+    std::chrono::steady_clock::time_point used;
+  };
+  std::mutex cap_mu;
+  std::unordered_map<std::string, CapHolder> cap_holders;  // GUARDED_BY(cap_mu)
+  void RememberCap(const LayoutSpec& l, const Cred& c);
+  Result<std::string> RenewCap(uint64_t ino, const std::string& token);
   std::vector<std::shared_ptr<File>> OpenFiles(uint64_t ino);
   // Raises a regular file's size and mtime to what this client's open handles
   // have written but not yet reported (the MDS learns sizes at flush/close), so
@@ -168,6 +181,33 @@ class Client::Impl {
   std::unordered_multimap<uint64_t, std::weak_ptr<File>> files_;  // GUARDED_BY(files_mu_)
   bool mds_unreachable_ = false;  // only touched by the keepalive thread
 };
+
+void Client::Impl::RememberCap(const LayoutSpec& l, const Cred& c) {
+  if (l.capability.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(cap_mu);
+  if (cap_holders.size() >= 4096) {
+    std::erase_if(cap_holders,
+                  [&](const auto& e) { return now - e.second.used > std::chrono::hours(24); });
+  }
+  cap_holders[l.capability] = CapHolder{c, now};
+}
+
+Result<std::string> Client::Impl::RenewCap(uint64_t ino, const std::string& token) {
+  Cred c;  // root: a token we did not hand out
+  {
+    std::lock_guard<std::mutex> lock(cap_mu);
+    auto it = cap_holders.find(token);
+    if (it != cap_holders.end()) {
+      c = it->second.cred;
+      it->second.used = std::chrono::steady_clock::now();
+    }
+  }
+  SFS_ASSIGN_OR_RETURN(LayoutSpec l, mds->GetLayout(c, ino));
+  if (l.capability.empty()) return Status(EACCES, "no capability: permission denied");
+  RememberCap(l, c);
+  return l.capability;
+}
 
 void Client::Impl::Register(const std::shared_ptr<File>& f) {
   std::lock_guard<std::mutex> lock(files_mu_);
@@ -231,6 +271,7 @@ Result<std::shared_ptr<File>> Client::Impl::FinishOpen(const Cred& c, int flags,
   f->flags_ = flags;
   f->layout_ = std::move(r.layout);
   f->cred_ = c;
+  RememberCap(f->layout_, c);
   f->size_ = r.attr.size;
   if (!r.created && (flags & O_TRUNC) != 0 && S_ISREG(r.attr.mode)) {
     WaitWrites(f->ino_);
@@ -411,6 +452,9 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
         return mds->MirrorState(Cred{}, ino, objects, true);
       },
       .refresh = [mds](uint64_t ino) { return mds->GetLayout(Cred{}, ino); },
+      .renew = [impl = impl.get()](uint64_t ino, const std::string& token) {
+        return impl->RenewCap(ino, token);
+      },
       .row_lock = [mds](uint64_t ino, uint64_t owner, uint64_t start, uint64_t end,
                         bool lock) -> Status {
         LockArgs a;
@@ -596,6 +640,7 @@ Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& arg
   if (!via_writable_fd && !MayWrite(c, cur)) return Status(EACCES, "truncate: no write permission");
   if (args.size > kMaxFileSize) return Status(EFBIG, "size too large");
   SFS_ASSIGN_OR_RETURN(LayoutSpec l, impl_->mds->GetLayout(c, ino));
+  impl_->RememberCap(l, c);
   return impl_->Truncate(c, ino, l, args);
 }
 
@@ -989,7 +1034,9 @@ Status Client::RemoveXattr(const Cred& c, uint64_t ino, std::string_view name) {
 }
 
 Result<LayoutSpec> Client::GetLayout(const Cred& c, uint64_t ino) {
-  return impl_->mds->GetLayout(c, ino);
+  SFS_ASSIGN_OR_RETURN(LayoutSpec l, impl_->mds->GetLayout(c, ino));
+  impl_->RememberCap(l, c);
+  return l;
 }
 
 Status Client::SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear) {

@@ -507,7 +507,7 @@ void Striper::UseRenewed(const std::vector<Piece*>& pieces) {
 }
 
 bool Striper::Renew(const std::vector<Piece*>& pieces) {
-  if (!hooks_.refresh) return false;
+  if (!hooks_.refresh && !hooks_.renew) return false;
   std::map<uint64_t, std::string> fresh;  // one MDS call per inode
   bool any = false;
   for (Piece* p : pieces) {
@@ -517,8 +517,14 @@ bool Striper::Renew(const std::vector<Piece*>& pieces) {
       if (ino == 0) continue;
       auto it = fresh.find(ino);
       if (it == fresh.end()) {
-        Result<LayoutSpec> l = hooks_.refresh(ino);
-        std::string renewed = l.ok() ? l->capability : std::string();
+        Result<std::string> l = std::string();
+        if (hooks_.renew) {
+          l = hooks_.renew(ino, token);
+        } else {
+          Result<LayoutSpec> r = hooks_.refresh(ino);
+          l = r.ok() ? Result<std::string>(r->capability) : Result<std::string>(r.status());
+        }
+        std::string renewed = l.ok() ? *l : std::string();
         if (!l.ok()) LOG_WARN("renewing the capability of inode " << ino << ": "
                                                                  << l.status().ToString());
         it = fresh.emplace(ino, renewed).first;

@@ -119,6 +119,10 @@ struct MirrorHooks {
       mark_stale;
   // The file's layout as the MDS has it now.
   std::function<Result<LayoutSpec>(uint64_t ino)> refresh;
+  // A fresh capability for ino in place of token (refused: EACCES), asked
+  // with the credentials of whoever opened with token, so a renewal never
+  // gains what a chmod took away. Unset: refresh's.
+  std::function<Result<std::string>(uint64_t ino, const std::string& token)> renew;
   // EC files: takes (lock) or releases the cluster-wide lock on bytes
   // [start, end] of ino's rows for owner, waiting as long as it takes; so
   // that two clients never read-modify-write one row at once. ENOLCK: the

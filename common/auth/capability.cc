@@ -19,8 +19,11 @@ namespace {
 // Version 2 added the tenant (its KV number, 4 bytes, then a length byte and
 // its name, after the fixed header). Version 1 tokens, signed by an MDS before
 // it, still verify, as the default tenant's: only a holder of the key can
-// have made them.
-constexpr uint8_t kVersion = 2;
+// have made them. Version 3 adds the mint time (8 bytes of unix ms, after the
+// KV number) that revocations compare; older tokens read as minted at 0, so
+// any revocation that names them voids them.
+constexpr uint8_t kVersion = 3;
+constexpr uint8_t kVersionNoIssue = 2;
 constexpr uint8_t kVersionNoTenant = 1;
 constexpr size_t kMacLen = 32;
 constexpr size_t kKeyLen = 32;
@@ -119,7 +122,7 @@ Status GenerateKey(const std::string& path) {
 std::string Sign(const Capability& cap, const ClusterKey& key) {
   std::string out;
   SFS_CHECK(cap.tenant.size() <= kMaxTenant);
-  out.reserve(kHeaderLen + 5 + cap.tenant.size() + cap.objects.size() * kObjectLen + kMacLen);
+  out.reserve(kHeaderLen + 13 + cap.tenant.size() + cap.objects.size() * kObjectLen + kMacLen);
   Put(&out, kVersion, 1);
   Put(&out, key.id, 4);
   Put(&out, cap.ino, 8);
@@ -128,6 +131,7 @@ std::string Sign(const Capability& cap, const ClusterKey& key) {
   Put(&out, cap.all_objects ? 1 : 0, 1);
   Put(&out, cap.objects.size(), 4);
   Put(&out, cap.kv_tenant, 4);
+  Put(&out, static_cast<uint64_t>(cap.issued_ms), 8);
   Put(&out, cap.tenant.size(), 1);
   out.append(cap.tenant);
   for (const auto& [ost, oid] : cap.objects) {
@@ -152,7 +156,7 @@ Result<Capability> Verify(std::string_view token, const ClusterKey& key, int64_t
   size_t at = 0;
   Capability cap;
   uint64_t version = Get(body, &at, 1);
-  if (version != kVersion && version != kVersionNoTenant) {
+  if (version != kVersion && version != kVersionNoIssue && version != kVersionNoTenant) {
     return Status::Errno(EACCES, "capability version");
   }
   cap.key_id = static_cast<uint32_t>(Get(body, &at, 4));
@@ -162,12 +166,15 @@ Result<Capability> Verify(std::string_view token, const ClusterKey& key, int64_t
   cap.all_objects = Get(body, &at, 1) != 0;
   uint64_t count = Get(body, &at, 4);
   size_t tenant_len = 0;
-  if (version == kVersion) {
-    if (body.size() < kHeaderLen + 5) return Status::Errno(EACCES, "capability length");
+  // After the header: the KV number, the mint time (version 3), the tenant.
+  const size_t extra = version == kVersion ? 13 : version == kVersionNoIssue ? 5 : 0;
+  if (extra > 0) {
+    if (body.size() < kHeaderLen + extra) return Status::Errno(EACCES, "capability length");
     cap.kv_tenant = static_cast<uint32_t>(Get(body, &at, 4));
+    if (version == kVersion) cap.issued_ms = static_cast<int64_t>(Get(body, &at, 8));
     tenant_len = Get(body, &at, 1);
   }
-  size_t fixed = kHeaderLen + (version == kVersion ? 5 + tenant_len : 0);
+  size_t fixed = kHeaderLen + extra + tenant_len;
   if (count > body.size() || body.size() != fixed + count * kObjectLen) {
     return Status::Errno(EACCES, "capability length");
   }
@@ -184,12 +191,19 @@ Result<Capability> Verify(std::string_view token, const ClusterKey& key, int64_t
 
 int64_t NowUnix() { return static_cast<int64_t>(::time(nullptr)); }
 
+int64_t NowUnixMs() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
 std::string ServerToken(const ClusterKey& key) {
   Capability cap;
   cap.rights = kRead | kWrite | kAdmin;
   cap.all_objects = true;
   cap.key_id = key.id;
   cap.expiry = NowUnix() + kCapabilityLifetimeSec;
+  cap.issued_ms = NowUnixMs();
   return Sign(cap, key);
 }
 

@@ -44,6 +44,9 @@ struct Capability {
   uint32_t kv_tenant = 0;    // the tenant's number in the KV tier (TenantRec.kv_id)
   uint32_t rights = 0;       // Rights bits
   int64_t expiry = 0;        // unix seconds; invalid at and after
+  // Unix milliseconds when the MDS minted it (token version 3; 0 in older
+  // tokens): what a revocation (revocation.h) compares.
+  int64_t issued_ms = 0;
   uint32_t key_id = 0;       // which cluster key generation signed it
   bool all_objects = false;  // covers every object (servers' own capabilities)
   std::vector<std::pair<uint32_t, uint64_t>> objects;  // (ost, oid) covered
@@ -69,6 +72,7 @@ std::string Sign(const Capability& cap, const ClusterKey& key);
 // (unix seconds). EACCES on any failure, with a short reason.
 Result<Capability> Verify(std::string_view token, const ClusterKey& key, int64_t now);
 int64_t NowUnix();
+int64_t NowUnixMs();
 // A server's own token (the MDS's destroys and resync copies, an OSS's
 // pulls): every object, every right, for kCapabilityLifetimeSec.
 std::string ServerToken(const ClusterKey& key);

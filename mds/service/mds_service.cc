@@ -290,7 +290,10 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   if (req.op_case() == MdsRequest::kGetOstMap && !metrics_address_.empty()) {
     resp->mutable_get_ost_map()->set_mds_metrics_address(metrics_address_);
   }
-  if (key_.has_value() && resp->status().code() == 0) SignLayouts(req, resp);
+  if (key_.has_value() && resp->status().code() == 0) {
+    NoteRevocations(req, resp);
+    SignLayouts(req, resp);
+  }
   resp->set_boot_epoch(ns_->boot_epoch());
   resp->set_features(proto::MDS_FEATURE_CLOSES);
   if (replay_) resp->set_last_committed(ns_->committer().committed());

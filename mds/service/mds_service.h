@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/auth/capability.h"
+#include "common/auth/revocation.h"
 #include "common/rpc/rpc.h"
 #include "mds/lease/lease_table.h"
 #include "mds/lock/lock_table.h"
@@ -79,9 +80,13 @@ class MdsService : public rpc::Handler {
   // for its objects (sign_layouts.cc, docs/protocol.md "Capabilities").
   // The OSSes must then prove the key at every registration and heartbeat
   // (oss_gate.h). REQUIRES: set before serving.
+  // Capabilities minted before the MDS started are void from its start (it
+  // does not know its predecessor's revocations): clients renew them.
   void set_cluster_key(auth::ClusterKey key) {
     oss_gate_.set_key(key.bytes);
     key_ = std::move(key);
+    revocation_epoch_ = auth::NowUnixMs();
+    revocations_.Add({.scope = auth::Revocation::Scope::kAll, .before_ms = revocation_epoch_});
   }
   // How long those capabilities last (tests shorten it to see renewal).
   void set_capability_lifetime_s(int64_t s) { capability_lifetime_s_ = s; }
@@ -170,6 +175,12 @@ class MdsService : public rpc::Handler {
   std::function<Status(const proto::ScrubReq&, proto::ScrubResp*)> scrub_;
   std::optional<auth::ClusterKey> key_;
   int64_t capability_lifetime_s_ = auth::kCapabilityLifetimeSec;
+  // Revocations (revocation_ops.cc): chmod/chown and tenant remove/rotate
+  // void capabilities minted before them; the OSSes pull them in heartbeats.
+  auth::RevocationList revocations_;
+  int64_t revocation_epoch_ = 0;
+  void NoteRevocations(const proto::MdsRequest& req, proto::MdsResponse* resp);
+  int64_t MintTimeMs(uint64_t ino, const std::string& tenant) const;
   // Append tokens (append_ops.cc): who may append to an inode without asking.
   struct AppendToken {
     uint64_t client = 0;

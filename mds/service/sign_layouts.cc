@@ -16,8 +16,8 @@
 namespace sfs::mds {
 namespace {
 
-void Attach(const auth::ClusterKey& key, int64_t lifetime_s, const std::string& tenant,
-            uint64_t ino, uint32_t rights, proto::Layout* l) {
+void Attach(const auth::ClusterKey& key, int64_t lifetime_s, int64_t issued_ms,
+            const std::string& tenant, uint64_t ino, uint32_t rights, proto::Layout* l) {
   if (l->objects_size() == 0) return;  // a directory's default layout: nothing to reach
   auth::Capability cap;
   cap.ino = ino;
@@ -25,6 +25,7 @@ void Attach(const auth::ClusterKey& key, int64_t lifetime_s, const std::string& 
   cap.rights = rights;
   cap.key_id = key.id;
   cap.expiry = auth::NowUnix() + lifetime_s;
+  cap.issued_ms = issued_ms;
   cap.objects.reserve(l->objects_size());
   for (const proto::StripeObject& o : l->objects()) cap.objects.emplace_back(o.ost(), o.oid());
   l->set_capability(auth::Sign(cap, key));
@@ -46,8 +47,9 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       proto::OpenResp* o = resp->mutable_open();
       // Write only if this open may write: the OSSes then refuse writes
       // through a read-only open even from a client that ignores its mode.
-      Attach(key, capability_lifetime_s_, req.tenant(), o->attr().ino(), OpenRights(flags),
-             o->mutable_layout());
+      const uint64_t ino = o->attr().ino();
+      Attach(key, capability_lifetime_s_, MintTimeMs(ino, req.tenant()), req.tenant(), ino,
+             OpenRights(flags), o->mutable_layout());
       return;
     }
     case proto::MdsRequest::kGetLayout:
@@ -62,10 +64,14 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       cred.uid = req.cred().uid();
       cred.gid = req.cred().gid();
       cred.groups.assign(req.cred().groups().begin(), req.cred().groups().end());
-      uint32_t rights = auth::kRead;
+      // Read too: a reader whose capability a chmod revoked renews here, and
+      // must not get back what the new mode no longer gives it.
+      uint32_t rights = 0;
+      if (CheckAccess(cred, *attr, kMayRead).ok()) rights |= auth::kRead;
       if (CheckAccess(cred, *attr, kMayWrite).ok()) rights |= auth::kWrite;
-      Attach(key, capability_lifetime_s_, req.tenant(), ino, rights,
-             resp->mutable_get_layout()->mutable_layout());
+      if (rights == 0) return;  // no capability: the OSSes refuse its requests
+      Attach(key, capability_lifetime_s_, MintTimeMs(ino, req.tenant()), req.tenant(), ino,
+             rights, resp->mutable_get_layout()->mutable_layout());
       return;
     }
     case proto::MdsRequest::kMigrateBegin: {
@@ -73,9 +79,10 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       // Migration copies old to new; the MDS let it begin, so it may write.
       proto::MigrateBeginResp* m = resp->mutable_migrate_begin();
       uint64_t ino = req.migrate_begin().ino();
-      Attach(key, capability_lifetime_s_, req.tenant(), ino, auth::kRead | auth::kWrite,
+      const int64_t issued = MintTimeMs(ino, req.tenant());
+      Attach(key, capability_lifetime_s_, issued, req.tenant(), ino, auth::kRead | auth::kWrite,
              m->mutable_old_layout());
-      Attach(key, capability_lifetime_s_, req.tenant(), ino, auth::kRead | auth::kWrite,
+      Attach(key, capability_lifetime_s_, issued, req.tenant(), ino, auth::kRead | auth::kWrite,
              m->mutable_new_layout());
       return;
     }
@@ -102,6 +109,7 @@ Status MdsService::GrantKv(const proto::MdsRequest& req, proto::KvGrantResp* out
   cap.rights = auth::kKv;
   cap.key_id = key_->id;
   cap.expiry = auth::NowUnix() + capability_lifetime_s_;
+  cap.issued_ms = MintTimeMs(0, req.tenant());
   out->set_capability(auth::Sign(cap, *key_));
   out->set_expiry(cap.expiry);
   return Status::Ok();

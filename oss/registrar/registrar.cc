@@ -1,6 +1,7 @@
 // Registrar: registration and heartbeat loop of an OSS (see registrar.h).
 #include "oss/registrar/registrar.h"
 
+#include <algorithm>
 #include <random>
 
 #include "common/auth/cluster_auth.h"
@@ -193,6 +194,10 @@ Status Registrar::Heartbeat() {
   proto::HeartbeatReq* hb = req.mutable_heartbeat();
   hb->set_address(opts_.self_address);
   FillOsts(stores_, indices_, opts_.self_address, opts_.metrics_address, hb->mutable_osts());
+  if (opts_.revocations != nullptr) {
+    hb->set_revocations_seen(opts_.revocations->applied_seq());
+    hb->set_revocations_epoch(revocations_epoch_);
+  }
   proto::MdsResponse resp;
   if (!opts_.cluster_key.empty()) {
     SFS_RETURN_IF_ERROR(CallAuthenticated(&req, &resp));
@@ -202,6 +207,24 @@ Status Registrar::Heartbeat() {
     if (!resp.ParseFromString(reply)) return Status::Errno(EPROTO, "heartbeat reply does not parse");
   }
   heartbeats_.fetch_add(1);
+  if (opts_.revocations != nullptr && resp.heartbeat().revocations_epoch() != 0) {
+    const proto::HeartbeatResp& h = resp.heartbeat();
+    if (h.revocations_epoch() != revocations_epoch_) {
+      opts_.revocations->Reset();  // another MDS run: its entries start over
+      revocations_epoch_ = h.revocations_epoch();
+    }
+    std::vector<auth::Revocation> got;
+    got.reserve(static_cast<size_t>(h.revocations_size()));
+    for (const proto::RevocationEntry& e : h.revocations()) {
+      got.push_back({.scope = static_cast<auth::Revocation::Scope>(std::min<uint32_t>(e.scope(), 2)),
+                     .ino = e.ino(),
+                     .tenant = e.tenant(),
+                     .before_ms = e.before_ms(),
+                     .seq = e.seq()});
+    }
+    opts_.revocations->Apply(got);
+    opts_.revocations->Prune(auth::NowUnixMs());
+  }
   if (opts_.on_qos) {
     QosRules rules;
     constexpr double kMiB = 1024.0 * 1024.0;

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/auth/revocation.h"
 #include "common/rpc/rpc.h"
 #include "mds.pb.h"
 #include "oss/service/qos.h"
@@ -59,6 +60,10 @@ struct RegistrarOptions {
   // Called once, on the registrar thread, when the MDS refuses this OSS for
   // good (see above); the registrar then stops contacting it. Empty = logged only.
   std::function<void(const Status&)> on_refused;
+  // Takes the MDS's revocations from every heartbeat reply (after the last
+  // one it holds; all of them, after a Reset, from another MDS run).
+  // Null = none asked for.
+  auth::RevocationList* revocations = nullptr;
 };
 
 class Registrar {
@@ -102,6 +107,7 @@ class Registrar {
   const OnRegistered on_registered_;
   const uint64_t client_id_;
   uint64_t next_xid_ = 1;                 // registrar thread only
+  uint64_t revocations_epoch_ = 0;        // registrar thread only: the MDS run they are from
   std::vector<uint32_t> indices_;         // registrar thread only
   std::chrono::steady_clock::time_point last_failure_log_{};  // registrar thread only
 

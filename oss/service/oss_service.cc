@@ -340,7 +340,9 @@ Status OssService::CheckCapabilities(const OssRequest& oreq) const {
   Status last;
   for (const std::string& token : oreq.capabilities()) {
     Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, *key_, now);
-    if (cap.ok()) {
+    if (cap.ok() && revoked_.Voids(**cap)) {
+      last = Status::Errno(EACCES, "capability revoked");
+    } else if (cap.ok()) {
       caps.push_back(std::move(*cap));
     } else {
       last = cap.status();
@@ -411,6 +413,8 @@ Result<uint32_t> OssService::KvTenant(const OssRequest& oreq) const {
     Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, *key_, now);
     if (!cap.ok()) {
       last = cap.status();
+    } else if (revoked_.Voids(**cap)) {
+      last = Status::Errno(EACCES, "capability revoked");
     } else if ((*cap)->all_objects || ((*cap)->rights & auth::kAdmin) != 0) {
       return kDefaultTenant;
     } else if (((*cap)->rights & auth::kKv) != 0) {

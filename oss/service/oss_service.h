@@ -49,6 +49,7 @@
 
 #include "common/auth/capability.h"
 #include "common/auth/capability_cache.h"
+#include "common/auth/revocation.h"
 #include "common/rpc/rpc.h"
 #include "oss/kv/kv_store.h"
 #include "oss/service/copy_op.h"
@@ -119,6 +120,9 @@ class OssService : public rpc::Handler {
   // its objects with the op's right (docs/protocol.md "Capabilities"); without
   // one nothing is checked. REQUIRES: set before serving.
   void set_cluster_key(auth::ClusterKey key) { key_ = std::move(key); }
+  // The MDS's revocations (the registrar fills it from heartbeats): a
+  // capability one voids is refused as an expired one is.
+  auth::RevocationList* revocations() { return &revoked_; }
   // The KV-cache tier of each OST store (docs/kv.md); a store without one
   // answers kv ops EOPNOTSUPP. REQUIRES: set before serving; the stores
   // outlive this service.
@@ -163,6 +167,7 @@ class OssService : public rpc::Handler {
   std::optional<auth::ClusterKey> key_;
   // Tokens verified once, found by their bytes after (capability_cache.h).
   mutable auth::CapabilityCache verified_;
+  auth::RevocationList revoked_;
   QosScheduler* qos_ = nullptr;
   KvTargets kv_;
   uint64_t inline_read_max_ = kDefaultInlineReadMax;

@@ -66,7 +66,11 @@ class CapabilityTest : public ClusterPerTest {
 
   // One raw request to the OSS serving object i of file_'s layout.
   proto::OssResponse Raw(size_t i, proto::OssRequest req, std::vector<uint8_t> bulk = {}) {
-    const client::StripeObject& o = file_->layout().objects[i];
+    return RawOn(file_->layout().objects[i], std::move(req), std::move(bulk));
+  }
+  // One raw request to the OSS serving object o.
+  proto::OssResponse RawOn(const client::StripeObject& o, proto::OssRequest req,
+                           std::vector<uint8_t> bulk = {}) {
     int oss = cluster().OssOfOst(*client_, o.ost);
     EXPECT_GE(oss, 0);
     auto ch = io_->MakeTcpChannel(cluster().oss_address(oss < 0 ? 0 : oss));
@@ -259,6 +263,127 @@ void CapabilityTest::Unlinks() {
   bool gone =
       PollUntil([&] { return ::access(path.c_str(), F_OK) != 0; }, std::chrono::seconds(30));
   EXPECT_TRUE(gone) << path << " still there: the MDS's destroy was refused?";
+}
+
+// Every OSS refuses token for all objects of l, within a few heartbeats
+// (1 s each): the revocation has reached them all.
+#define EXPECT_REVOKED_EVERYWHERE(l, token)                                               \
+  do {                                                                                   \
+    auto all_refused = [&] {                                                             \
+      for (const client::StripeObject& o : (l).objects)                                  \
+        if (RawOn(o, ReadReq(token)).status().code() != EACCES) return false;            \
+      return true;                                                                       \
+    };                                                                                   \
+    EXPECT_TRUE(PollUntil(all_refused, std::chrono::seconds(30)))                        \
+        << "an OSS still honours a revoked capability 30 s later";                       \
+  } while (0)
+
+std::string AllOssLogs(TestCluster& cluster) {
+  std::string text;
+  for (int i = 0; i < cluster.num_oss(); ++i) {
+    std::ifstream log(cluster.root() + "/logs/oss" + std::to_string(i) + ".log");
+    text.append(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+  }
+  return text;
+}
+
+// chmod 0600 by the owner: another user's read capability, handed out
+// while the mode let it read, is refused by every OSS within a few
+// heartbeats, its open handle's reads fail (its renewal asks as that user
+// and gets no right), and a raw request with the old token is refused. The
+// owner's handle carries on: its token is void too, but it renews.
+TEST_F(CapabilityTest, ChmodRevokesAnotherUsersCapabilityAtEveryOss) {
+  const client::Cred owner{1000, 1000, {}};
+  const client::Cred other{2000, 2000, {}};
+  client::SetAttrArgs own;
+  own.valid = client::kSetUid | client::kSetGid | client::kSetMode;
+  own.uid = owner.uid;
+  own.gid = owner.gid;
+  own.mode = 0644;
+  ASSERT_TRUE(client_->SetAttr(kRoot, ino_, own).ok());
+  client::Attr attr;
+  auto mine = client_->Open(owner, ino_, O_RDWR, &attr);
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  auto theirs = client_->Open(other, ino_, O_RDONLY, &attr);
+  ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
+  const client::LayoutSpec& l = (*theirs)->layout();
+  const std::string their_cap = l.capability;
+  const std::string my_cap = (*mine)->layout().capability;
+  ASSERT_FALSE(their_cap.empty());
+  std::vector<uint8_t> got(kLen);
+  ASSERT_TRUE(client_->Read(**theirs, 0, got).ok()) << "the control: 0644 lets it read";
+  for (const client::StripeObject& o : l.objects)
+    ASSERT_EQ(RawOn(o, ReadReq(their_cap)).status().code(), 0);
+
+  client::SetAttrArgs lock;
+  lock.valid = client::kSetMode;
+  lock.mode = 0600;
+  ASSERT_TRUE(client_->SetAttr(owner, ino_, lock).ok());
+  EXPECT_REVOKED_EVERYWHERE(l, their_cap);
+  EXPECT_REVOKED_EVERYWHERE(l, my_cap);
+  EXPECT_NE(AllOssLogs(cluster()).find("revoked"), std::string::npos)
+      << "the OSS names why it refused";
+
+  auto r = client_->Read(**theirs, 0, got);
+  ASSERT_FALSE(r.ok()) << "a reader the new mode shuts out still reads";
+  EXPECT_EQ(r.status().code(), EACCES) << r.status().ToString();
+  EXPECT_FALSE(client_->Open(other, ino_, O_RDONLY, &attr).ok());
+  // The owner renews and goes on reading and writing.
+  std::vector<uint8_t> data(kLen, 'o');
+  auto w = client_->Write(**mine, 0, data);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  auto back = client_->Read(**mine, 0, got);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(got, data);
+}
+
+// sfs tenant remove: every capability of the tenant's is refused by every
+// OSS within a few heartbeats; the default tenant's are not touched.
+TEST_F(CapabilityTest, TenantRemovalRevokesItsCapabilitiesAtEveryOss) {
+  ASSERT_TRUE(client_->Mkdir(kRoot, client::kRootIno, "tq", 0777).ok());
+  const std::string key = cluster().root() + "/tq.key";
+  const std::string sfs = SfsBinary() + " tenant ";
+  const std::string mds = " --mds " + cluster().mds_address() + " 2>&1";
+  std::string out;
+  ASSERT_EQ(RunShell(sfs + "create tq --fileset /tq --key-out " + key + mds, &out), 0) << out;
+  client::Options o;
+  o.mds_address = cluster().mds_address();
+  o.tenant = "tq";
+  o.keyfile = key;
+  auto t = Client::Connect(o);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  client::LayoutSpec spec;
+  spec.stripe_count = 2;
+  spec.stripe_size = 64 * 1024;
+  client::Attr attr;
+  auto f = (*t)->Create(kRoot, client::kRootIno, "x", 0644, O_RDWR | O_CREAT, &attr, &spec);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*t)->Write(**f, 0, std::vector<uint8_t>(kLen, 't')).ok());
+  const client::LayoutSpec l = (*f)->layout();
+  ASSERT_EQ(l.objects.size(), 2u);
+  for (const client::StripeObject& obj : l.objects)
+    ASSERT_EQ(RawOn(obj, ReadReq(l.capability)).status().code(), 0) << "the control";
+
+  ASSERT_EQ(RunShell(sfs + "remove tq" + mds, &out), 0) << out;
+  EXPECT_REVOKED_EVERYWHERE(l, l.capability);
+  // The default tenant's token was minted before too, and still reads.
+  EXPECT_EQ(Raw(0, ReadReq(file_->layout().capability)).status().code(), 0);
+  EXPECT_EQ(Raw(1, ReadReq(file_->layout().capability)).status().code(), 0);
+}
+
+// An MDS restart voids everything it minted before (its revocation list is
+// memory only); clients renew and carry on.
+TEST_F(CapabilityTest, AnMdsRestartVoidsOldCapabilitiesAndClientsRenew) {
+  const client::LayoutSpec l = file_->layout();
+  ASSERT_EQ(Raw(0, ReadReq(l.capability)).status().code(), 0);
+  ASSERT_TRUE(cluster().KillMds().ok());
+  ASSERT_TRUE(cluster().RestartMds().ok());
+  EXPECT_REVOKED_EVERYWHERE(l, l.capability);
+  std::vector<uint8_t> got(kLen);
+  bool read = PollUntil([&] { return client_->Read(*file_, 0, got).ok(); },
+                        std::chrono::seconds(30));
+  ASSERT_TRUE(read) << "the client did not renew after the MDS restart";
+  EXPECT_EQ(got, std::vector<uint8_t>(kLen, 'w'));
 }
 
 // Capabilities of 2 s: a writer and a reader keep going across several
