@@ -329,6 +329,7 @@ int Serve(const Flags& flags, Stores& stores, KvStores& kvs, const sigset_t& sig
   };
   ropts.cluster_key = key_bytes;
   if (!key_bytes.empty()) ropts.revocations = service.revocations();
+  ropts.copy_fence = service.copy_fence();
   // A refusal by the MDS (docs/security.md "OSS <-> MDS") ends the process
   // with its reason: SIGTERM wakes the sigwait below.
   std::mutex refused_mu;

@@ -83,6 +83,7 @@ std::vector<Piece*> TakeBadCrcReads(const std::vector<Piece*>& pieces) {
 // The OSS could not be reached or does not serve the OST: a fresh map may help.
 bool Unreachable(const Piece& p) {
   if (p.destroyed) return false;  // no map can bring a destroyed object back
+  if (p.stale_copy) return false;  // the OSS answered: another copy is the cure
   if (BadCrc(p)) return false;    // it answered; another map will not change the bytes
   if (p.status.code() == ESTALE) return true;
   return p.transport_error && p.status.code() != EPROTO && p.status.code() != EMSGSIZE;
@@ -174,6 +175,7 @@ std::string Serialize(const Piece& p, uint64_t client_id) {
       req.mutable_read()->set_offset(p.offset);
       req.mutable_read()->set_length(p.length);
       req.mutable_read()->set_client_checks(!p.oss_verifies);
+      if (p.mirror_copy) req.set_mirror_copy(true);
       break;
     case Piece::Op::kWrite:
       req.mutable_write()->set_offset(p.offset);
@@ -222,6 +224,7 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
   p.transport_error = !st.ok();
   p.destroyed = false;
   p.fenced = false;
+  p.stale_copy = false;
   if (!st.ok()) {
     p.status = std::move(st);
     return;
@@ -236,6 +239,7 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
     p.status = Status(r.status().code(), r.status().message());
     p.destroyed = r.status().code() == ESTALE && r.object_destroyed();
     p.fenced = r.status().code() == ESTALE && r.fenced();
+    p.stale_copy = r.status().code() == ESTALE && r.stale_copy();
     return;
   }
   // The OSS sends exactly `length` bytes; should it send fewer, the rest are
@@ -949,6 +953,7 @@ Status Striper::ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
     p.ost = l.objects[i].ost;
     p.oid = l.objects[i].oid;
     p.copy = static_cast<uint32_t>(pick);
+    p.mirror_copy = true;
     tried[k] |= 1u << pick;
     return true;
   };
@@ -985,7 +990,17 @@ Status Striper::ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
       const size_t k = pending[j];
       pieces[k] = std::move(round[j]);
       if (!CopyFailed(pieces[k])) continue;
-      NoteFailed(pieces[k].ost);
+      if (pieces[k].stale_copy &&
+          pieces[k].status.message().find("marked stale") != std::string::npos) {
+        // The MDS has that copy not ok: not this client's to read until a
+        // layout from the MDS says it is resynced (Absorb). (An OSS that
+        // has not synced its fence since it was away refuses every copy
+        // for a moment: that one is only passed over this time.)
+        std::lock_guard<std::mutex> lock(mu_);
+        states_[{pieces[k].ost, pieces[k].oid}] = true;
+      } else {
+        NoteFailed(pieces[k].ost);
+      }
       LOG_WARN("OST " << pieces[k].ost << " object " << pieces[k].oid << ": "
                       << pieces[k].status.ToString() << "; reading another copy");
       (choose(k) ? next : stuck).push_back(k);

@@ -452,6 +452,7 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
     if (changed) {
       node->mutable_attr()->set_ctime_ns(txn.now());
       txn.Dirty(req.ino());
+      txn.OnCommit([this, after = *l] { NoteCopyStates(after); });
     }
     return Status::Ok();
   });

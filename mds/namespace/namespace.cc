@@ -103,7 +103,47 @@ Status Namespace::LoadResyncWanted() {
   if (!resync_wanted_.empty()) {
     LOG_INFO(resync_wanted_.size() << " mirrored file(s) with stale copies to resync");
   }
+  // The fence: their copies that are not ok (docs/redundancy.md).
+  for (uint64_t ino : resync_wanted_) {
+    Result<std::string> v = store_->Get(keys::Inode(ino));
+    proto::InodeRec rec;
+    if (v.ok() && rec.ParseFromString(*v)) NoteCopyStates(rec.layout());
+  }
   return Status::Ok();
+}
+
+void Namespace::NoteCopyStates(const proto::Layout& l) {
+  if (l.mirror_count() < 2 && l.ec_data() == 0) return;
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  bool changed = false;
+  for (const proto::StripeObject& o : l.objects()) {
+    if (o.state() == proto::OBJECT_OK) {
+      auto it = fenced_.find(o.ost());
+      if (it != fenced_.end() && it->second.erase(o.oid()) != 0) {
+        changed = true;
+        if (it->second.empty()) fenced_.erase(it);
+      }
+    } else {
+      changed |= fenced_[o.ost()].insert(o.oid()).second;
+    }
+  }
+  if (changed) ++fence_version_;
+}
+
+uint64_t Namespace::fence_version() const {
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  return fence_version_;
+}
+
+uint64_t Namespace::FencedOn(const std::vector<uint32_t>& osts,
+                             std::vector<std::pair<uint32_t, uint64_t>>* out) const {
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  for (uint32_t ost : osts) {
+    auto it = fenced_.find(ost);
+    if (it == fenced_.end()) continue;
+    for (uint64_t oid : it->second) out->emplace_back(ost, oid);
+  }
+  return fence_version_;
 }
 
 void Namespace::ResyncDone(uint64_t ino) {

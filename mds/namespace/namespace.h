@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -241,6 +242,15 @@ class Namespace {
   // Off the list, in memory and on disk (its W key; docs/formats.md): the
   // file has nothing stale left, or is gone.
   void ResyncDone(uint64_t ino);
+  // The stale-copy fence (docs/redundancy.md): every object of a mirrored or
+  // EC file that is not ok (stale, lost, or replaced by a rebuilt one), by
+  // OST, for the OSSes to refuse client reads of. Rebuilt from the resync
+  // list at start; the version moves with every change.
+  using FencedObjects = std::map<uint32_t, std::set<uint64_t>>;
+  uint64_t fence_version() const;
+  // The fenced objects on osts, and the version they are of.
+  uint64_t FencedOn(const std::vector<uint32_t>& osts,
+                    std::vector<std::pair<uint32_t, uint64_t>>* out) const;
 
  private:
   using Body = std::function<Status(Txn&)>;
@@ -317,6 +327,12 @@ class Namespace {
 
   mutable std::mutex resync_mu_;
   std::set<uint64_t> resync_wanted_;  // GUARDED_BY(resync_mu_)
+  // The stale-copy fence (above): l's objects that are not ok go in, the ok
+  // ones out (a replaced object stays in: old layouts still name it).
+  void NoteCopyStates(const proto::Layout& l);
+  mutable std::mutex fence_mu_;
+  FencedObjects fenced_;       // GUARDED_BY(fence_mu_)
+  uint64_t fence_version_ = 1;  // GUARDED_BY(fence_mu_)
   KvStore* const store_;
   OstRegistry* const osts_;
   const NamespaceOptions opts_;

@@ -172,6 +172,24 @@ void Heartbeat(Namespace* ns, OstRegistry* osts, const MdsRequest& r, MdsRespons
   if (st.ok()) {
     Status q = ns->QosTable(out->mutable_heartbeat()->mutable_qos());
     if (!q.ok()) LOG_WARN("QoS table for a heartbeat: " << q.ToString());
+    // The stale-copy fence of its OSTs, when the OSS's is of another run or version.
+    proto::HeartbeatResp* hb = out->mutable_heartbeat();
+    const proto::HeartbeatReq& in = r.heartbeat();
+    hb->set_fences_epoch(ns->boot_epoch());
+    if (in.fences_epoch() == ns->boot_epoch() && in.fences_version() == ns->fence_version()) {
+      hb->set_fences_version(in.fences_version());
+    } else {
+      std::vector<uint32_t> mine;
+      for (const proto::OstInfo& o : in.osts()) mine.push_back(o.index());
+      std::vector<std::pair<uint32_t, uint64_t>> fenced;
+      hb->set_fences_version(ns->FencedOn(mine, &fenced));
+      hb->set_fences_sent(true);
+      for (const auto& [ost, oid] : fenced) {
+        proto::FencedObject* f = hb->add_fences();
+        f->set_ost(ost);
+        f->set_oid(oid);
+      }
+    }
   }
   SetStatus(out, st);
 }

@@ -80,18 +80,43 @@ bool Registrar::SleepFor(std::chrono::milliseconds d) {
 void Registrar::Run() {
   bool registered = false;
   std::chrono::milliseconds backoff = opts_.min_backoff;
+  CopyFence* fence = opts_.copy_fence;
+  if (fence != nullptr) fence->Arm();
+  // Each wait or call should be over within d (plus slack for a loaded
+  // machine); a later return means the process was away (copy_fence.h).
+  auto expect = [&](std::chrono::milliseconds d) {
+    if (fence != nullptr) fence->Expect(d + std::chrono::seconds(2));
+  };
+  auto back = [&] {
+    if (fence != nullptr) fence->Back();
+  };
+  auto sleep_for = [&](std::chrono::milliseconds d) {
+    expect(d);
+    bool more = SleepFor(d);
+    back();
+    return more;
+  };
+  // Registration and a heartbeat are at most two MDS calls each.
+  const std::chrono::milliseconds call = 2 * opts_.rpc_timeout;
   for (;;) {
     if (!registered) {
+      expect(call);
       Status st = Register();
+      back();
       if (Final(st)) return Refused("registration", st);
       registered = st.ok();
       if (!registered) LogFailure("registration", st);
-      std::chrono::milliseconds wait = registered ? opts_.heartbeat_interval : backoff;
+      // Registered: the first heartbeat at once, so that the stale-copy
+      // fence is synced before this OSS serves copies.
+      std::chrono::milliseconds wait =
+          registered ? std::chrono::milliseconds(0) : backoff;
       backoff = registered ? opts_.min_backoff : std::min(backoff * 2, opts_.max_backoff);
-      if (!SleepFor(wait)) return;
+      if (!sleep_for(wait)) return;
       continue;
     }
+    expect(call);
     Status st = Heartbeat();
+    back();
     if (Final(st)) return Refused("heartbeat", st);
     if (!st.ok()) {
       // ENOENT/ESTALE: the MDS forgot us. A transport error: it may have
@@ -101,7 +126,7 @@ void Registrar::Run() {
       registered = false;
       continue;
     }
-    if (!SleepFor(opts_.heartbeat_interval)) return;
+    if (!sleep_for(opts_.heartbeat_interval)) return;
   }
 }
 
@@ -198,6 +223,10 @@ Status Registrar::Heartbeat() {
     hb->set_revocations_seen(opts_.revocations->applied_seq());
     hb->set_revocations_epoch(revocations_epoch_);
   }
+  if (opts_.copy_fence != nullptr) {
+    hb->set_fences_epoch(opts_.copy_fence->epoch());
+    hb->set_fences_version(opts_.copy_fence->version());
+  }
   proto::MdsResponse resp;
   if (!opts_.cluster_key.empty()) {
     SFS_RETURN_IF_ERROR(CallAuthenticated(&req, &resp));
@@ -205,6 +234,22 @@ Status Registrar::Heartbeat() {
     std::string reply;
     SFS_RETURN_IF_ERROR(CallMds(req.SerializeAsString(), &reply));
     if (!resp.ParseFromString(reply)) return Status::Errno(EPROTO, "heartbeat reply does not parse");
+  }
+  if (opts_.copy_fence != nullptr) {
+    const proto::HeartbeatResp& h = resp.heartbeat();
+    if (h.fences_sent()) {
+      std::vector<CopyFence::Object> set;
+      set.reserve(static_cast<size_t>(h.fences_size()));
+      for (const proto::FencedObject& f : h.fences()) set.emplace_back(f.ost(), f.oid());
+      const size_t before = opts_.copy_fence->size();
+      opts_.copy_fence->Synced(h.fences_epoch(), h.fences_version(), &set);
+      if (set.size() != before) {
+        LOG_INFO("stale-copy fence: " << set.size() << " object(s) of this OSS's OSTs not ok at the MDS");
+      }
+    } else {
+      // Our set is the MDS's (or an MDS from before the fence: none).
+      opts_.copy_fence->Synced(h.fences_epoch(), h.fences_version(), nullptr);
+    }
   }
   heartbeats_.fetch_add(1);
   if (opts_.revocations != nullptr && resp.heartbeat().revocations_epoch() != 0) {

@@ -37,6 +37,7 @@
 #include "common/auth/revocation.h"
 #include "common/rpc/rpc.h"
 #include "mds.pb.h"
+#include "oss/service/copy_fence.h"
 #include "oss/service/qos.h"
 #include "oss/store/object_store.h"
 
@@ -64,6 +65,10 @@ struct RegistrarOptions {
   // one it holds; all of them, after a Reset, from another MDS run).
   // Null = none asked for.
   auth::RevocationList* revocations = nullptr;
+  // The stale-copy fence (copy_fence.h): armed by the registrar, filled from
+  // every heartbeat reply, told how long each wait or call should take.
+  // Null = none.
+  CopyFence* copy_fence = nullptr;
 };
 
 class Registrar {

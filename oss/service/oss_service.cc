@@ -609,6 +609,14 @@ void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Re
   if (store == nullptr) {
     return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);
   }
+  if (oreq.mirror_copy() && oreq.op_case() == OssRequest::kRead) {
+    Status copy_ok = copy_fence_.CheckRead(oreq.ost(), oreq.oid());
+    if (!copy_ok.ok()) {
+      resp.set_stale_copy(true);
+      LOG_DEBUG("ost " << oreq.ost() << " oid " << oreq.oid() << ": " << copy_ok.ToString());
+      return Finish(copy_ok, &resp, reply);
+    }
+  }
   Result<WriteFence::Admission> admitted =
       Mutates(oreq.op_case()) ? fence_.Admit(oreq.client_id(), oreq.fence_epoch())
                               : Result<WriteFence::Admission>(WriteFence::Admission());

@@ -52,6 +52,7 @@
 #include "common/auth/revocation.h"
 #include "common/rpc/rpc.h"
 #include "oss/kv/kv_store.h"
+#include "oss/service/copy_fence.h"
 #include "oss/service/copy_op.h"
 #include "oss/service/oss_metrics.h"
 #include "oss/service/qos.h"
@@ -123,6 +124,9 @@ class OssService : public rpc::Handler {
   // The MDS's revocations (the registrar fills it from heartbeats): a
   // capability one voids is refused as an expired one is.
   auth::RevocationList* revocations() { return &revoked_; }
+  // The stale-copy fence (copy_fence.h; the registrar arms and fills it):
+  // client reads of a mirror copy the MDS has not ok are refused.
+  CopyFence* copy_fence() { return &copy_fence_; }
   // The KV-cache tier of each OST store (docs/kv.md); a store without one
   // answers kv ops EOPNOTSUPP. REQUIRES: set before serving; the stores
   // outlive this service.
@@ -168,6 +172,7 @@ class OssService : public rpc::Handler {
   // Tokens verified once, found by their bytes after (capability_cache.h).
   mutable auth::CapabilityCache verified_;
   auth::RevocationList revoked_;
+  CopyFence copy_fence_;
   QosScheduler* qos_ = nullptr;
   KvTargets kv_;
   uint64_t inline_read_max_ = kDefaultInlineReadMax;

@@ -576,6 +576,65 @@ TEST_F(RebuildTest, TwoMountsWritingOverlappingRangesOfAMirroredFileLeaveItsCopi
   EXPECT_NE(scrub.out.find("0 bad object(s), 0 mismatch(es)"), std::string::npos) << scrub.out;
 }
 
+// The stale-copy fence (docs/redundancy.md): a client that fetched the
+// layout before a copy was marked stale, and never noticed its OSS was
+// away, reads the other copy once the OSS is back, not the bytes it missed;
+// after the resync the copy holds the new bytes and is served again.
+TEST_F(RebuildTest, AClientWithAnOldLayoutNeverReadsACopyThatMissedWrites) {
+  MakeDir("/sf", {"-N", "2", "-c", "1"});
+  constexpr size_t kSize = 256 << 10;
+  const std::string first = Data(kSize);
+  std::string second = first;
+  std::reverse(second.begin(), second.end());
+  ASSERT_TRUE(WriteFile(mnt_ + "/sf/f", first));
+  // The reader: a libsfs client with the layout as it is now (both copies ok).
+  auto attr = client_->ResolvePath(kRoot, "/sf/f");
+  ASSERT_TRUE(attr.ok());
+  client::Attr a;
+  auto reader = client_->Open(kRoot, attr->ino, O_RDONLY, &a);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  std::vector<uint8_t> got(kSize);
+  ASSERT_TRUE(client_->Read(**reader, 0, got).ok());
+  ASSERT_TRUE(SameBytes(std::string(got.begin(), got.end()), first));
+  // Its reads of offset 0 go to copy 0 first: that copy's OSS goes away.
+  const client::StripeObject x = (*reader)->layout().objects[0];
+  const int away = cluster().OssOfOst(*client_, x.ost);
+  ASSERT_GE(away, 0);
+  // A writer through the mount holds the file open (no resync meanwhile).
+  int fd = open((mnt_ + "/sf/f").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ASSERT_TRUE(cluster().KillOss(away).ok());
+  ASSERT_EQ(pwrite(fd, second.data(), kSize, 0), static_cast<ssize_t>(kSize)) << strerror(errno);
+  ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+  ASSERT_EQ(NotOk(LayoutOf("/sf/f")), 1u) << "the missed copy is not marked stale";
+  ASSERT_TRUE(cluster().RestartOss(away).ok());
+  const std::string log = cluster().root() + "/logs/oss" + std::to_string(away) + ".log";
+  auto fenced = [&](const std::string& n) {
+    std::string text;
+    return ReadFile(log, &text) &&
+           text.find("stale-copy fence: " + n + " object(s)") != std::string::npos;
+  };
+  ASSERT_TRUE(PollUntil([&] { return fenced("1"); }, seconds(30)))
+      << "the returned OSS never learnt its copy is stale";
+  // The copy on its disk really holds the old bytes: reading it would be wrong.
+  std::string on_disk;
+  ASSERT_TRUE(ReadFile(cluster().ObjectPath(*client_, x.ost, x.oid), &on_disk));
+  ASSERT_TRUE(SameBytes(on_disk, first)) << "the away copy is not the old one (test premise)";
+  for (int round = 0; round < 2; ++round) {
+    std::fill(got.begin(), got.end(), 0);
+    auto r = client_->Read(**reader, 0, got);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(SameBytes(std::string(got.begin(), got.end()), second))
+        << "round " << round << ": the old layout's reader got the bytes the copy missed";
+  }
+  // Closed: the MDS resyncs the copy, lifts the fence, and it holds the new bytes.
+  ASSERT_EQ(close(fd), 0);
+  EXPECT_TRUE(PollUntil([&] { return NotOk(LayoutOf("/sf/f")) == 0; }, seconds(60)));
+  EXPECT_TRUE(PollUntil([&] { return fenced("0"); }, seconds(30))) << "the fence was not lifted";
+  ASSERT_TRUE(ReadFile(cluster().ObjectPath(*client_, x.ost, x.oid), &on_disk));
+  EXPECT_TRUE(SameBytes(on_disk, second));
+}
+
 // Every copy of one stripe lost: that stripe reads EIO, the other stripe
 // reads right (never wrong bytes), the rest is rebuilt, and the file stays on
 // the list with its unrecoverable objects (the rebuild cannot invent them).
