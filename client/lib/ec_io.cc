@@ -82,6 +82,7 @@ Piece PieceOn(const LayoutSpec& l, uint32_t obj, Piece::Op op, uint64_t offset, 
   p.stripe = obj;
   p.offset = offset;
   p.length = length;
+  p.mirror_copy = op == Piece::Op::kRead;  // a stale chunk is refused: rebuilt from others
   if (!l.capability.empty()) p.caps.emplace_back(l.ino, l.capability);
   return p;
 }
@@ -212,7 +213,7 @@ Status Striper::ReadChunks(const LayoutSpec& l, const ec::Geometry& g, const ec:
     const Piece& p = pieces[i];
     if (p.status.ok()) continue;
     if (!CopyFailed(p)) return FirstError(std::span<const Piece>(&p, 1));
-    NoteFailed(p.ost);
+    NoteCopyFailure(p);
     if (!is_bad(p.stripe)) {
       LOG_WARN("inode " << l.ino << ": OST " << p.ost << " object " << p.oid << ": "
                         << p.status.ToString() << "; rebuilding its chunks from the others");
@@ -312,7 +313,7 @@ Status Striper::RebuildChunks(const LayoutSpec& l, const ec::Geometry& g, const 
       const Piece& p = pieces[i];
       if (p.status.ok()) continue;
       if (!CopyFailed(p)) return FirstError(std::span<const Piece>(&p, 1));
-      NoteFailed(p.ost);
+      NoteCopyFailure(p);
       if (!is_bad(p.stripe)) bad->push_back(p.stripe);
       failed[job_of[i]] = true;
     }
@@ -460,7 +461,7 @@ Status Striper::RunEcMutation(const LayoutSpec& l, std::vector<Piece>& pieces, b
     for (const Piece& p : pieces) {
       if (p.status.ok()) continue;
       if (!CopyFailed(p)) return FirstError(std::span<const Piece>(&p, 1));
-      NoteFailed(p.ost);
+      NoteCopyFailure(p);
       if (std::find(missed.begin(), missed.end(), p.stripe) == missed.end()) {
         missed.push_back(p.stripe);
       }

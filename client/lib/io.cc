@@ -793,6 +793,12 @@ bool Striper::Refresh(const LayoutSpec& l) {
   return healed;
 }
 
+void Striper::NoteCopyFailure(const Piece& p) {
+  if (!p.stale_copy) return NoteFailed(p.ost);
+  std::lock_guard<std::mutex> lock(mu_);
+  states_[{p.ost, p.oid}] = true;
+}
+
 void Striper::NoteFailed(uint32_t ost) {
   std::lock_guard<std::mutex> lock(mu_);
   failed_[ost] = Clock::now();
@@ -990,17 +996,7 @@ Status Striper::ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
       const size_t k = pending[j];
       pieces[k] = std::move(round[j]);
       if (!CopyFailed(pieces[k])) continue;
-      if (pieces[k].stale_copy &&
-          pieces[k].status.message().find("marked stale") != std::string::npos) {
-        // The MDS has that copy not ok: not this client's to read until a
-        // layout from the MDS says it is resynced (Absorb). (An OSS that
-        // has not synced its fence since it was away refuses every copy
-        // for a moment: that one is only passed over this time.)
-        std::lock_guard<std::mutex> lock(mu_);
-        states_[{pieces[k].ost, pieces[k].oid}] = true;
-      } else {
-        NoteFailed(pieces[k].ost);
-      }
+      NoteCopyFailure(pieces[k]);
       LOG_WARN("OST " << pieces[k].ost << " object " << pieces[k].oid << ": "
                       << pieces[k].status.ToString() << "; reading another copy");
       (choose(k) ? next : stuck).push_back(k);

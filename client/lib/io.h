@@ -250,6 +250,10 @@ class Striper {
   Status RunMirroredLocked(const LayoutSpec& l, std::vector<Piece>& pieces, uint64_t start,
                            uint64_t last);
   void NoteFailed(uint32_t ost);
+  // p's copy was refused as not ok at the MDS (stale_copy): this client
+  // reads it no more until a layout from the MDS says it is ok (Absorb);
+  // any other failure: NoteFailed(p.ost).
+  void NoteCopyFailure(const Piece& p);
   bool RecentlyFailed(uint32_t ost) const;
   // False once the OSS now serving ost has refused write_v.
   bool MayVector(uint32_t ost) const;

@@ -41,7 +41,8 @@ size_t CopyFence::size() const {
   return fenced_.size();
 }
 
-Status CopyFence::CheckRead(uint32_t ost, uint64_t oid) const {
+Status CopyFence::CheckRead(uint32_t ost, uint64_t oid, bool* in_set) const {
+  if (in_set != nullptr) *in_set = false;
   if (!armed()) return Status::Ok();
   if (away_.load(std::memory_order_acquire) ||
       Now() > deadline_ms_.load(std::memory_order_acquire)) {
@@ -50,6 +51,7 @@ Status CopyFence::CheckRead(uint32_t ost, uint64_t oid) const {
   }
   std::shared_lock<std::shared_mutex> lock(mu_);
   if (fenced_.count({ost, oid}) != 0) {
+    if (in_set != nullptr) *in_set = true;
     return Status::Errno(ESTALE, "copy " + std::to_string(oid) + " on OST " + std::to_string(ost) +
                                      " is marked stale at the MDS; read another copy");
   }

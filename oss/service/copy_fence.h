@@ -56,8 +56,10 @@ class CopyFence {
   uint64_t epoch() const;
   uint64_t version() const;
 
-  // OK, or ESTALE naming why this client read of a mirror copy is refused.
-  Status CheckRead(uint32_t ost, uint64_t oid) const;
+  // OK, or ESTALE naming why this client read of a mirror copy is refused;
+  // *in_set: because the MDS has it not ok (else: not synced since away,
+  // which passes within moments: the client may ask again).
+  Status CheckRead(uint32_t ost, uint64_t oid, bool* in_set = nullptr) const;
   size_t size() const;
 
  private:

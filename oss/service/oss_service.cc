@@ -610,9 +610,12 @@ void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Re
     return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);
   }
   if (oreq.mirror_copy() && oreq.op_case() == OssRequest::kRead) {
-    Status copy_ok = copy_fence_.CheckRead(oreq.ost(), oreq.oid());
+    bool in_set = false;
+    Status copy_ok = copy_fence_.CheckRead(oreq.ost(), oreq.oid(), &in_set);
     if (!copy_ok.ok()) {
-      resp.set_stale_copy(true);
+      // Not in the set: the OSS is catching up; a bare ESTALE, which the
+      // client asks again (until its timeout) or takes to another copy.
+      resp.set_stale_copy(in_set);
       LOG_DEBUG("ost " << oreq.ost() << " oid " << oreq.oid() << ": " << copy_ok.ToString());
       return Finish(copy_ok, &resp, reply);
     }

@@ -195,6 +195,10 @@ class RebuildTest : public ClusterPerTest {
   }
 
   // The MDS's log so far.
+  // The stale-copy fence test, on a directory striped as `stripe`.
+  void OldLayoutReaderNeverGetsMissedBytes(const std::string& dir,
+                                           const std::vector<std::string>& stripe);
+
   std::string MdsLog() {
     std::string log;
     ReadFile(cluster().root() + "/logs/mds.log", &log);
@@ -581,14 +585,26 @@ TEST_F(RebuildTest, TwoMountsWritingOverlappingRangesOfAMirroredFileLeaveItsCopi
 // away, reads the other copy once the OSS is back, not the bytes it missed;
 // after the resync the copy holds the new bytes and is served again.
 TEST_F(RebuildTest, AClientWithAnOldLayoutNeverReadsACopyThatMissedWrites) {
-  MakeDir("/sf", {"-N", "2", "-c", "1"});
+  OldLayoutReaderNeverGetsMissedBytes("/sf", {"-N", "2", "-c", "1"});
+}
+
+// The same for an EC 4+2 file: the reader's chunk 0 is refused and rebuilt
+// from the others.
+TEST_F(RebuildTest, AClientWithAnOldLayoutNeverReadsAnEcChunkThatMissedWrites) {
+  OldLayoutReaderNeverGetsMissedBytes("/se", {"--ec", "4+2", "-S", "64K"});
+}
+
+void RebuildTest::OldLayoutReaderNeverGetsMissedBytes(const std::string& dir,
+                                                      const std::vector<std::string>& stripe) {
+  MakeDir(dir, stripe);
+  const std::string rel = dir + "/f";
   constexpr size_t kSize = 256 << 10;
   const std::string first = Data(kSize);
   std::string second = first;
   std::reverse(second.begin(), second.end());
-  ASSERT_TRUE(WriteFile(mnt_ + "/sf/f", first));
+  ASSERT_TRUE(WriteFile(mnt_ + rel, first));
   // The reader: a libsfs client with the layout as it is now (both copies ok).
-  auto attr = client_->ResolvePath(kRoot, "/sf/f");
+  auto attr = client_->ResolvePath(kRoot, rel);
   ASSERT_TRUE(attr.ok());
   client::Attr a;
   auto reader = client_->Open(kRoot, attr->ino, O_RDONLY, &a);
@@ -601,12 +617,12 @@ TEST_F(RebuildTest, AClientWithAnOldLayoutNeverReadsACopyThatMissedWrites) {
   const int away = cluster().OssOfOst(*client_, x.ost);
   ASSERT_GE(away, 0);
   // A writer through the mount holds the file open (no resync meanwhile).
-  int fd = open((mnt_ + "/sf/f").c_str(), O_RDWR);
+  int fd = open((mnt_ + rel).c_str(), O_RDWR);
   ASSERT_GE(fd, 0) << strerror(errno);
   ASSERT_TRUE(cluster().KillOss(away).ok());
   ASSERT_EQ(pwrite(fd, second.data(), kSize, 0), static_cast<ssize_t>(kSize)) << strerror(errno);
   ASSERT_EQ(fsync(fd), 0) << strerror(errno);
-  ASSERT_EQ(NotOk(LayoutOf("/sf/f")), 1u) << "the missed copy is not marked stale";
+  ASSERT_EQ(NotOk(LayoutOf(rel)), 1u) << "the missed copy is not marked stale";
   ASSERT_TRUE(cluster().RestartOss(away).ok());
   const std::string log = cluster().root() + "/logs/oss" + std::to_string(away) + ".log";
   auto fenced = [&](const std::string& n) {
@@ -619,7 +635,10 @@ TEST_F(RebuildTest, AClientWithAnOldLayoutNeverReadsACopyThatMissedWrites) {
   // The copy on its disk really holds the old bytes: reading it would be wrong.
   std::string on_disk;
   ASSERT_TRUE(ReadFile(cluster().ObjectPath(*client_, x.ost, x.oid), &on_disk));
-  ASSERT_TRUE(SameBytes(on_disk, first)) << "the away copy is not the old one (test premise)";
+  // (Object 0 is the whole of a copy, or chunk 0 of an EC row: the first bytes.)
+  ASSERT_FALSE(on_disk.empty());
+  ASSERT_TRUE(SameBytes(on_disk, first.substr(0, on_disk.size())))
+      << "the away copy is not the old one (test premise)";
   for (int round = 0; round < 2; ++round) {
     std::fill(got.begin(), got.end(), 0);
     auto r = client_->Read(**reader, 0, got);
@@ -629,10 +648,11 @@ TEST_F(RebuildTest, AClientWithAnOldLayoutNeverReadsACopyThatMissedWrites) {
   }
   // Closed: the MDS resyncs the copy, lifts the fence, and it holds the new bytes.
   ASSERT_EQ(close(fd), 0);
-  EXPECT_TRUE(PollUntil([&] { return NotOk(LayoutOf("/sf/f")) == 0; }, seconds(60)));
+  EXPECT_TRUE(PollUntil([&] { return NotOk(LayoutOf(rel)) == 0; }, seconds(60)));
   EXPECT_TRUE(PollUntil([&] { return fenced("0"); }, seconds(30))) << "the fence was not lifted";
   ASSERT_TRUE(ReadFile(cluster().ObjectPath(*client_, x.ost, x.oid), &on_disk));
-  EXPECT_TRUE(SameBytes(on_disk, second));
+  ASSERT_FALSE(on_disk.empty());
+  EXPECT_TRUE(SameBytes(on_disk, second.substr(0, on_disk.size())));
 }
 
 // Every copy of one stripe lost: that stripe reads EIO, the other stripe
