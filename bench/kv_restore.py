@@ -18,7 +18,10 @@ Prints per context: prefill seconds (one forward of the prompt and the
 next token from scratch, which is also the recompute the logits are checked
 against), store GB/s, restore seconds (fetch, with the lookup folded in, and
 attach, in the new process) and GB/s, the speedup, and the largest
-logit difference. The tier needs --kv-capacity >= 32 KiB x tokens per OSS
+logit difference. --pooled restores into a buffer allocated and touched
+before the clock starts (start_load_kv's dest=, as a server reusing one
+pooled buffer across requests would), so the restore does not pay the page
+faults of a fresh np.empty. The tier needs --kv-capacity >= 32 KiB x tokens per OSS
 share. Importable: tests/python/kv_restore_test.py runs a tiny form.
 """
 import argparse
@@ -136,13 +139,22 @@ def store(model, cfg, kvc, tokens, namespace):
     return prefill, stored, sum(kv[:, :n].numel() * 4 for kv in kvs), full
 
 
-def restore(model, cfg, kvc, tokens, namespace):
+def pool(cfg, n):
+    """A pooled destination for n tokens, as a server would keep one warm
+    across requests: allocated and touched before any restore is timed."""
+    dest = np.empty((cfg.layers, n, 2, cfg.heads, cfg.d // cfg.heads), dtype=np.float32)
+    dest.fill(0)
+    return dest
+
+
+def restore(model, cfg, kvc, tokens, namespace, dest=None):
     """Lookup + fetch + attach of the prompt's KV, then one decode step of
-    the last token. Returns (restore s, decode s, matched tokens, logits)."""
+    the last token; into dest (see pool) if given, else a fresh array.
+    Returns (restore s, decode s, matched tokens, logits)."""
     conn = connector(kvc, cfg, namespace)
     ids = tokens[:-1].tolist()
     t0 = time.monotonic()
-    loaded = conn.start_load_kv(ids)
+    loaded = conn.start_load_kv(ids, dest=dest)
     past = [torch.from_numpy(loaded.layer(l)) for l in range(cfg.layers)]
     restored = time.monotonic() - t0
     if loaded.tokens != len(ids):
@@ -158,13 +170,14 @@ def child(a, cfg):
     model = Model(cfg).eval()
     tokens = prompt(cfg, a.child)
     kvc = kv.connect(a.address, transport=a.transport)
-    restored, decode, matched, logits = restore(model, cfg, kvc, tokens, a.namespace)
+    dest = pool(cfg, a.child) if a.pooled else None
+    restored, decode, matched, logits = restore(model, cfg, kvc, tokens, a.namespace, dest)
     np.save(a.out, logits.numpy())
     print(json.dumps({"restore_seconds": restored, "decode_seconds": decode,
                       "matched_tokens": matched}))
 
 
-def run(address, cfg, n, namespace, transport="tcp"):
+def run(address, cfg, n, namespace, transport="tcp", pooled=False):
     """One context: prefill + store here, restore in a new process, compare."""
     from stripefs import kv
     model = Model(cfg).eval()
@@ -175,6 +188,7 @@ def run(address, cfg, n, namespace, transport="tcp"):
         out = os.path.join(tmp, "logits.npy")
         argv = [sys.executable, os.path.abspath(__file__), address, "--child", str(n),
                 "--namespace", namespace, "--out", out, "--transport", transport] + cfg.args()
+        argv += ["--pooled"] if pooled else []
         r = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True)
         res = json.loads(r.stdout.strip().splitlines()[-1])
         restored_logits = torch.from_numpy(np.load(out))
@@ -185,7 +199,7 @@ def run(address, cfg, n, namespace, transport="tcp"):
             "decode_seconds": res["decode_seconds"], "kv_bytes": nbytes,
             "speedup": prefill / res["restore_seconds"], "max_logit_diff": diff,
             "logits_match": diff <= 1e-5 * max(1.0, full.abs().max().item()),
-            "matched_tokens": res["matched_tokens"]}
+            "matched_tokens": res["matched_tokens"], "pooled": pooled}
 
 
 def main():
@@ -203,6 +217,8 @@ def main():
     ap.add_argument("--transport", default="tcp")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--pooled", action="store_true",
+                    help="restore into a preallocated, touched buffer (no fresh page faults)")
     ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -213,7 +229,7 @@ def main():
     if a.child:
         return child(a, cfg)
     for n in a.tokens:
-        r = run(a.address, cfg, n, a.namespace, a.transport)
+        r = run(a.address, cfg, n, a.namespace, a.transport, a.pooled)
         if a.json:
             print(json.dumps(r))
         else:

@@ -15,6 +15,9 @@
 # clients and OSSes find the daemon where it was. kill-* sends SIGKILL.
 # --cluster-key FILE: every daemon gets that cluster key (docs/security.md),
 # made (32 random bytes, mode 0600) if FILE does not exist; restarts reuse it.
+# SFS_MDS_FLAGS / SFS_OSS_FLAGS: extra sfs-mds / sfs-oss flags, word-split, for
+# `up` and restarts, e.g. SFS_OSS_FLAGS="--kv-capacity 2G" scripts/cluster.sh up
+# gives every OSS a KV-cache tier (docs/kv.md).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,7 +30,7 @@ START_TIMEOUT=${SFS_START_TIMEOUT:-30}
 STOP_TIMEOUT=${SFS_STOP_TIMEOUT:-10}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 parse_opts() {
   while [ $# -gt 0 ]; do
@@ -116,8 +119,9 @@ start_oss() {
   b=$(bin sfs-oss)
   mds=$(cat "$DIR/mds.addr") || die "no MDS address recorded in $DIR"
   mkdir -p "$DIR/ost$k"
+  # shellcheck disable=SC2086  # SFS_OSS_FLAGS: extra sfs-oss flags, word-split on purpose
   # shellcheck disable=SC2046
-  start "oss$k" "$2" "$b" --mds "$mds" --ost "$DIR/ost$k" $(key_args)
+  start "oss$k" "$2" "$b" --mds "$mds" --ost "$DIR/ost$k" $(key_args) ${SFS_OSS_FLAGS:-}
 }
 
 # wait_gone PID SECONDS: true iff PID exits within the deadline.

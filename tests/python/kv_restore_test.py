@@ -46,6 +46,12 @@ class RestoreTest(unittest.TestCase):
         self.assertLessEqual(r["max_logit_diff"], 1e-5, r)
         self.assertTrue(r["logits_match"], r)
 
+    def test_a_pooled_restore_gives_the_recomputed_logits(self):
+        r = kv_restore.run(CLUSTER.address, self.CFG, 96, "kv-restore-pooled", pooled=True)
+        self.assertTrue(r["pooled"])
+        self.assertEqual(r["matched_tokens"], 96)
+        self.assertTrue(r["logits_match"], r)
+
     def test_the_cached_decode_step_equals_the_recompute_locally(self):
         # The model's own KV path, without the tier: prefill then one step.
         model = kv_restore.Model(self.CFG).eval()

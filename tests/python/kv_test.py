@@ -192,6 +192,51 @@ class ConnectorTest(unittest.TestCase):
             salt=b"tenant-b", model="tiny", layout="fp32")
         self.assertEqual(other.get_num_matched_tokens(tokens), 0)  # another salt
 
+    def _saved(self, namespace, salt, tokens, seed):
+        """A connector with tokens' KV of 3 layers saved; returns it and the KV."""
+        import numpy as np
+        from stripefs import kv_connector
+        conn = kv_connector.StripeFSConnector(
+            KV, namespace=namespace, layers=3, chunk_tokens=16, block_shape=(2, 16, 4, 8),
+            salt=salt, model="tiny", layout="fp32")
+        rng = np.random.default_rng(seed)
+        kvs = [rng.standard_normal((2, len(tokens), 4, 8), dtype=np.float32) for _ in range(3)]
+        for l in range(3):
+            conn.save_kv_layer(tokens, l, kvs[l])
+        conn.wait_for_save()
+        return conn, kvs
+
+    def test_a_wrong_dest_is_a_value_error_and_nothing_is_fetched(self):
+        import numpy as np
+        tokens = list(range(64))
+        conn, _ = self._saved("conn-dest", b"a", tokens, 7)
+        bad = {"too few tokens": np.full((3, 48, 2, 4, 8), 7.0, dtype=np.float32),
+               "too few layers": np.full((2, 64, 2, 4, 8), 7.0, dtype=np.float32),
+               "other heads": np.full((3, 64, 2, 8, 4), 7.0, dtype=np.float32),
+               "fp64": np.full((3, 64, 2, 4, 8), 7.0, dtype=np.float64),
+               "not contiguous": np.full((3, 64, 2, 4, 16), 7.0, dtype=np.float32)[..., ::2]}
+        for what, dest in bad.items():
+            with self.subTest(what), self.assertRaises(ValueError):
+                conn.start_load_kv(tokens, dest=dest)
+            self.assertTrue((dest == 7.0).all(), what)  # no block landed in it
+
+    def test_a_pooled_dest_reused_for_two_prefixes_holds_each_one(self):
+        import numpy as np
+        first, second = list(range(64)), list(range(1000, 1048))
+        conn, kv1 = self._saved("conn-pool", b"a", first, 1)
+        _, kv2 = self._saved("conn-pool", b"a", second, 2)
+        pool = np.full((3, 96, 2, 4, 8), np.nan, dtype=np.float32)  # room for more than either
+        loaded = conn.start_load_kv(first, dest=pool)
+        self.assertEqual(loaded.tokens, 64)
+        for l in range(3):
+            self.assertTrue(np.array_equal(loaded.layer(l), kv1[l]))
+            self.assertTrue(np.shares_memory(loaded.layer(l), pool))
+        loaded = conn.start_load_kv(second, dest=pool)
+        self.assertEqual(loaded.tokens, 48)
+        for l in range(3):
+            self.assertTrue(np.array_equal(loaded.layer(l), kv2[l]))
+            self.assertTrue(np.shares_memory(loaded.layer(l), pool))
+
 
 if __name__ == "__main__":
     runner = unittest.TextTestRunner(verbosity=2, resultclass=bt.Result)

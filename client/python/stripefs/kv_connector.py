@@ -11,12 +11,18 @@ the engine's KV: the calls an engine makes are
   get_num_matched_tokens(tokens)     at scheduling: how many prefix tokens the
                                      tier has (every layer of every leading
                                      chunk), with a lease so the load finds them;
-  start_load_kv(tokens)              starts fetching every full chunk of the
+  start_load_kv(tokens, dest=None)   starts fetching every full chunk of the
                                      prompt, all layers in one multi_get (the
                                      client keeps max_inflight blocks in flight
                                      over all OSSes); no lookup first: a miss is
                                      an answer of the get, and loaded.tokens is
                                      the leading chunks whose every layer hit.
+                                     dest: a preallocated (layers, >= tokens,
+                                     2, heads, head_dim) C-contiguous array of
+                                     the connector's dtype (a pooled buffer
+                                     reused across requests) to fetch into
+                                     instead of a fresh np.empty; a wrong one
+                                     is a ValueError before anything is asked.
                                      wait_for_layer_load(l) / layer(l) give
                                      layer l when it has arrived.
 
@@ -43,16 +49,16 @@ BLOCK_LAYOUT = "; blocks (chunk, 2, heads, head_dim)"  # part of every key: byte
 class Loaded:
     """The chunks start_load_kv is fetching. tokens waits for the fetch."""
 
-    def __init__(self, layers, chunk, dest, future):
-        self._layers, self._chunk = layers, chunk
-        self._dest = dest  # (layers, chunks * chunk, 2, heads, head_dim)
+    def __init__(self, layers, chunk, chunks, dest, future):
+        self._layers, self._chunk, self._n = layers, chunk, chunks
+        self._dest = dest  # (layers, >= chunks * chunk, 2, heads, head_dim)
         self._future = future
         self._chunks = None
 
     def _wait(self):
         if self._chunks is None:
             hits = self._future.result()
-            chunks = self._dest.shape[1] // self._chunk
+            chunks = self._n
             n = 0  # leading chunks with every layer present
             while n < chunks and all(hits[l * chunks + n] for l in range(self._layers)):
                 n += 1
@@ -116,13 +122,30 @@ class StripeFSConnector:
             n += 1
         return n * self.chunk
 
-    def start_load_kv(self, tokens):
+    def check_dest(self, dest, tokens):
+        """Raises ValueError unless dest can take `tokens` tokens of every layer."""
+        want = (self.layers, tokens) + self.block[1:]
+        if not isinstance(dest, np.ndarray):
+            raise ValueError("dest must be a numpy array, not %s" % type(dest).__name__)
+        if dest.dtype != self.dtype:
+            raise ValueError("dest has dtype %s, the connector's is %s" % (dest.dtype, self.dtype))
+        if (dest.ndim != len(want) or dest.shape[0] != want[0] or dest.shape[1] < want[1]
+                or dest.shape[2:] != want[2:]):
+            raise ValueError("dest has shape %s, needs (%d, >= %d, %d, %d, %d)"
+                             % ((tuple(dest.shape),) + want))
+        if not dest.flags.c_contiguous or not dest.flags.writeable:
+            raise ValueError("dest must be a writeable C-contiguous array")
+
+    def start_load_kv(self, tokens, dest=None):
         chunks = self._chunks(tokens)
         n = len(chunks)
-        dest = np.empty((self.layers, n * self.chunk) + self.block[1:], dtype=self.dtype)
+        if dest is None:
+            dest = np.empty((self.layers, n * self.chunk) + self.block[1:], dtype=self.dtype)
+        else:
+            self.check_dest(dest, n * self.chunk)
         keys = [_kv.block_key(c, l) for l in range(self.layers) for c in chunks]
         groups = chunks * self.layers
         bufs = [dest[l, i * self.chunk:(i + 1) * self.chunk]
                 for l in range(self.layers) for i in range(n)]
         future = self._pool.submit(self.ns.multi_get, keys, bufs, groups=groups)
-        return Loaded(self.layers, self.chunk, dest, future)
+        return Loaded(self.layers, self.chunk, n, dest, future)
