@@ -132,15 +132,19 @@ class Client::Impl {
 
   // Who each capability was handed to (the opener's credentials), so that
   // its renewal asks the MDS as them and never gets back a right a chmod
-  // took away. A token never seen here (none of ours) renews as root, as
-  // before. Entries unused for a day go once there are many.
+  // took away. An open file's token is held from its open to its close
+  // (refs), with the tokens renewed from it (renewed_to, a chain): the table
+  // holds what open files use, no more. A token not held here (a layout
+  // fetched by Client::GetLayout, a file already closed) renews as root.
   struct CapHolder {
     Cred cred;
-    std::chrono::steady_clock::time_point used;
+    int refs = 0;
+    std::string renewed_to;  // the token RenewCap got in its place ("" = none)
   };
   std::mutex cap_mu;
   std::unordered_map<std::string, CapHolder> cap_holders;  // GUARDED_BY(cap_mu)
-  void RememberCap(const LayoutSpec& l, const Cred& c);
+  void RememberCap(const std::string& token, const Cred& c);
+  void ForgetCap(std::string token);
   Result<std::string> RenewCap(uint64_t ino, const std::string& token);
   std::vector<std::shared_ptr<File>> OpenFiles(uint64_t ino);
   // Raises a regular file's size and mtime to what this client's open handles
@@ -182,30 +186,44 @@ class Client::Impl {
   bool mds_unreachable_ = false;  // only touched by the keepalive thread
 };
 
-void Client::Impl::RememberCap(const LayoutSpec& l, const Cred& c) {
-  if (l.capability.empty()) return;
-  const auto now = std::chrono::steady_clock::now();
+void Client::Impl::RememberCap(const std::string& token, const Cred& c) {
+  if (token.empty()) return;
   std::lock_guard<std::mutex> lock(cap_mu);
-  if (cap_holders.size() >= 4096) {
-    std::erase_if(cap_holders,
-                  [&](const auto& e) { return now - e.second.used > std::chrono::hours(24); });
+  CapHolder& h = cap_holders[token];
+  if (h.refs++ == 0) h.cred = c;
+}
+
+void Client::Impl::ForgetCap(std::string token) {
+  std::lock_guard<std::mutex> lock(cap_mu);
+  while (!token.empty()) {
+    auto it = cap_holders.find(token);
+    if (it == cap_holders.end() || --it->second.refs > 0) return;
+    token = std::move(it->second.renewed_to);
+    cap_holders.erase(it);
   }
-  cap_holders[l.capability] = CapHolder{c, now};
 }
 
 Result<std::string> Client::Impl::RenewCap(uint64_t ino, const std::string& token) {
-  Cred c;  // root: a token we did not hand out
+  Cred c;  // root: a token we do not hold
   {
     std::lock_guard<std::mutex> lock(cap_mu);
     auto it = cap_holders.find(token);
-    if (it != cap_holders.end()) {
-      c = it->second.cred;
-      it->second.used = std::chrono::steady_clock::now();
-    }
+    if (it != cap_holders.end()) c = it->second.cred;
   }
   SFS_ASSIGN_OR_RETURN(LayoutSpec l, mds->GetLayout(c, ino));
   if (l.capability.empty()) return Status(EACCES, "no capability: permission denied");
-  RememberCap(l, c);
+  std::string previous;
+  {
+    std::lock_guard<std::mutex> lock(cap_mu);
+    auto it = cap_holders.find(token);
+    if (it != cap_holders.end() && l.capability != token) {
+      // Held as long as the token it stands in for (ForgetCap follows the chain).
+      previous = std::exchange(it->second.renewed_to, l.capability);
+      CapHolder& h = cap_holders[l.capability];
+      if (h.refs++ == 0) h.cred = c;
+    }
+  }
+  ForgetCap(std::move(previous));  // an earlier renewal of the same token
   return l.capability;
 }
 
@@ -271,7 +289,7 @@ Result<std::shared_ptr<File>> Client::Impl::FinishOpen(const Cred& c, int flags,
   f->flags_ = flags;
   f->layout_ = std::move(r.layout);
   f->cred_ = c;
-  RememberCap(f->layout_, c);
+  RememberCap(f->layout_.capability, c);
   f->size_ = r.attr.size;
   if (!r.created && (flags & O_TRUNC) != 0 && S_ISREG(r.attr.mode)) {
     WaitWrites(f->ino_);
@@ -280,6 +298,7 @@ Result<std::shared_ptr<File>> Client::Impl::FinishOpen(const Cred& c, int flags,
     Result<Attr> t = Truncate(c, f->ino_, f->layout_, args);
     if (!t.ok()) {
       (void)mds->Close(c, f->ino_, f->open_id_, SizeReport{});
+      ForgetCap(f->layout_.capability);
       return t.status();
     }
     r.attr = *t;
@@ -640,8 +659,10 @@ Result<Attr> Client::SetAttr(const Cred& c, uint64_t ino, const SetAttrArgs& arg
   if (!via_writable_fd && !MayWrite(c, cur)) return Status(EACCES, "truncate: no write permission");
   if (args.size > kMaxFileSize) return Status(EFBIG, "size too large");
   SFS_ASSIGN_OR_RETURN(LayoutSpec l, impl_->mds->GetLayout(c, ino));
-  impl_->RememberCap(l, c);
-  return impl_->Truncate(c, ino, l, args);
+  impl_->RememberCap(l.capability, c);
+  Result<Attr> out = impl_->Truncate(c, ino, l, args);
+  impl_->ForgetCap(l.capability);
+  return out;
 }
 
 // ---- open files and data ----
@@ -686,6 +707,7 @@ Status Client::Close(const std::shared_ptr<File>& f) {
     if (blocks.ok()) r.blocks = *blocks;
   }
   impl_->Unregister(f.get());
+  impl_->ForgetCap(f->layout_.capability);
   if (impl_->prefetcher && !f->prefetch_ && (f->flags_ & O_ACCMODE) == O_RDONLY) {
     // A reader is done with it: one use of the hint consumed, the window moves.
     uint64_t pos = impl_->cache->Consume(f->ino_);
@@ -1034,9 +1056,7 @@ Status Client::RemoveXattr(const Cred& c, uint64_t ino, std::string_view name) {
 }
 
 Result<LayoutSpec> Client::GetLayout(const Cred& c, uint64_t ino) {
-  SFS_ASSIGN_OR_RETURN(LayoutSpec l, impl_->mds->GetLayout(c, ino));
-  impl_->RememberCap(l, c);
-  return l;
+  return impl_->mds->GetLayout(c, ino);
 }
 
 Status Client::SetLayout(const Cred& c, uint64_t ino, const LayoutSpec& spec, bool clear) {
