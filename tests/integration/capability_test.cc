@@ -26,6 +26,16 @@ using client::File;
 
 constexpr size_t kLen = 256 * 1024;
 
+// Every OSS's log, one after the other.
+std::string AllOssLogs(TestCluster& cluster) {
+  std::string text;
+  for (int i = 0; i < cluster.num_oss(); ++i) {
+    std::ifstream log(cluster.root() + "/logs/oss" + std::to_string(i) + ".log");
+    text.append(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+  }
+  return text;
+}
+
 class CapabilityTest : public ClusterPerTest {
  protected:
   virtual bool Keyed() const { return true; }
@@ -233,11 +243,7 @@ TEST_F(CapabilityTest, CopyRangeAndSeekWork) {
   auto data = client_->Seek(**g, 0, SEEK_DATA);
   ASSERT_TRUE(data.ok()) << data.status().ToString();
   EXPECT_EQ(*data, 0u);
-  for (int i = 0; i < cluster().num_oss(); ++i) {
-    std::ifstream log(cluster().root() + "/logs/oss" + std::to_string(i) + ".log");
-    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(text.find("EACCES"), std::string::npos) << "oss" << i << " refused a request";
-  }
+  EXPECT_EQ(AllOssLogs(cluster()).find("EACCES"), std::string::npos) << "an OSS refused a request";
 }
 
 // The online fsck stats objects on the OSSes with the capabilities of the
@@ -277,15 +283,6 @@ void CapabilityTest::Unlinks() {
     EXPECT_TRUE(PollUntil(all_refused, std::chrono::seconds(30)))                        \
         << "an OSS still honours a revoked capability 30 s later";                       \
   } while (0)
-
-std::string AllOssLogs(TestCluster& cluster) {
-  std::string text;
-  for (int i = 0; i < cluster.num_oss(); ++i) {
-    std::ifstream log(cluster.root() + "/logs/oss" + std::to_string(i) + ".log");
-    text.append(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
-  }
-  return text;
-}
 
 // chmod 0600 by the owner: another user's read capability, handed out
 // while the mode let it read, is refused by every OSS within a few
