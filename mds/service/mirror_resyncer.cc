@@ -366,6 +366,19 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
     LOG_INFO("resync of inode " << ino << " not recorded: " << st.ToString() << "; trying again");
     return false;
   }
+  // Their OSSes serve them from now on, not from their next heartbeat.
+  for (const proto::StripeObject& o : done.objects()) {
+    auto addr = osts_->UpAddress(o.ost());
+    if (!addr) continue;
+    proto::OssRequest lift;
+    lift.set_ost(o.ost());
+    lift.mutable_fence_lift()->add_osts(o.ost());
+    lift.mutable_fence_lift()->add_oids(o.oid());
+    proto::OssResponse reply;
+    Status ls = CallOss(*addr, lift, &reply);
+    if (!ls.ok()) LOG_DEBUG("lifting the fence of OST " << o.ost() << " object " << o.oid()
+                                                        << ": " << ls.ToString());
+  }
   copies_resynced_.fetch_add(done.objects_size(), std::memory_order_relaxed);
   LOG_INFO("resynced " << done.objects_size() << " stale object"
                        << (done.objects_size() == 1 ? "" : "s") << " of inode " << ino);

@@ -241,11 +241,7 @@ Status Registrar::Heartbeat() {
       std::vector<CopyFence::Object> set;
       set.reserve(static_cast<size_t>(h.fences_size()));
       for (const proto::FencedObject& f : h.fences()) set.emplace_back(f.ost(), f.oid());
-      const size_t before = opts_.copy_fence->size();
       opts_.copy_fence->Synced(h.fences_epoch(), h.fences_version(), &set);
-      if (set.size() != before) {
-        LOG_INFO("stale-copy fence: " << set.size() << " object(s) of this OSS's OSTs not ok at the MDS");
-      }
     } else {
       // Our set is the MDS's (or an MDS from before the fence: none).
       opts_.copy_fence->Synced(h.fences_epoch(), h.fences_version(), nullptr);

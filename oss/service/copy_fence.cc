@@ -5,6 +5,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/log.h"
+
 namespace sfs::oss {
 
 void CopyFence::Expect(std::chrono::milliseconds d) {
@@ -19,11 +21,26 @@ void CopyFence::Back() {
 void CopyFence::Synced(uint64_t epoch, uint64_t version, const std::vector<Object>* set) {
   {
     std::unique_lock<std::shared_mutex> lock(mu_);
-    if (set != nullptr) fenced_ = std::set<Object>(set->begin(), set->end());
+    if (set != nullptr) {
+      const size_t before = fenced_.size();
+      fenced_ = std::set<Object>(set->begin(), set->end());
+      if (fenced_.size() != before) LogSizeLocked();
+    }
     epoch_ = epoch;
     version_ = version;
   }
   away_.store(false, std::memory_order_release);
+}
+
+void CopyFence::Lift(const std::vector<Object>& objects) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  size_t erased = 0;
+  for (const Object& o : objects) erased += fenced_.erase(o);
+  if (erased != 0) LogSizeLocked();
+}
+
+void CopyFence::LogSizeLocked() const {
+  LOG_INFO("stale-copy fence: " << fenced_.size() << " object(s) of this OSS's OSTs not ok at the MDS");
 }
 
 uint64_t CopyFence::epoch() const {

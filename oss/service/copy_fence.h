@@ -52,6 +52,9 @@ class CopyFence {
   // A heartbeat answer: the MDS run and version of its set, and the set when
   // it sent one (the version differs from ours), else nullptr.
   void Synced(uint64_t epoch, uint64_t version, const std::vector<Object>* set);
+  // The MDS marked these ok: out of the set now (the next heartbeat's full
+  // set agrees, the version having moved).
+  void Lift(const std::vector<Object>& objects);
   // What to send the MDS so it knows which set we hold.
   uint64_t epoch() const;
   uint64_t version() const;
@@ -67,6 +70,7 @@ class CopyFence {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                Clock::now().time_since_epoch()).count();
   }
+  void LogSizeLocked() const;  // REQUIRES: mu_ held
   std::atomic<bool> armed_{false};
   std::atomic<bool> away_{true};            // never synced yet
   std::atomic<int64_t> deadline_ms_{INT64_MAX};

@@ -605,6 +605,16 @@ void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Re
       return Finish(allowed, &resp, reply);
     }
   }
+  if (oreq.op_case() == OssRequest::kFenceLift) {
+    const proto::FenceLiftReq& lift = oreq.fence_lift();
+    if (lift.osts_size() != lift.oids_size()) {
+      return Finish(Status::Errno(EINVAL, "fence_lift: osts and oids differ in number"), &resp, reply);
+    }
+    std::vector<CopyFence::Object> objects;
+    for (int i = 0; i < lift.osts_size(); ++i) objects.emplace_back(lift.osts(i), lift.oids(i));
+    copy_fence_.Lift(objects);
+    return Finish(Status::Ok(), &resp, reply);
+  }
   ObjectStore* store = Find(oreq.ost());
   if (store == nullptr) {
     return Finish(Status::Errno(ESTALE, "OST index not served here"), &resp, reply);
