@@ -303,8 +303,21 @@ int Run(Flags flags, const sigset_t& stop_signals) {
                                                                          : 1000));
   queue.Start();
   Housekeeper housekeeper(&ns, &osts, flags.ost_timeout_ms);
+  // Locks: as for leases, a grace period for reclaims only if an earlier
+  // instance ever granted one. A client silent for its timeout loses them.
+  LockOptions kopts;
+  kopts.client_timeout_ms = flags.client_timeout_ms;
+  std::string lock_marker = flags.data + "/locks_granted";
+  kopts.grace_ms = std::filesystem::exists(lock_marker) ? flags.lock_grace_ms : 0;
+  // Replays come before reclaims: clients re-open and re-lock after them.
+  const bool recover = flags.replay && !ns.clean_start() && !ns.KnownClients().empty();
+  if (recover && kopts.grace_ms > 0) kopts.grace_ms += flags.recovery_window_ms;
+  kopts.on_first_grant = [lock_marker] {
+    if (std::FILE* f = std::fopen(lock_marker.c_str(), "w")) std::fclose(f);
+  };
+  LockTable locks(kopts);
   // Stale mirror copies are resynced once their OSS is back (docs/redundancy.md).
-  MirrorResyncer resyncer(&ns, &osts, io.get(), std::chrono::milliseconds(1000), key);
+  MirrorResyncer resyncer(&ns, &osts, io.get(), std::chrono::milliseconds(1000), key, &locks);
   resyncer.set_rate_mibps(flags.rebuild_mibps);
   resyncer.set_scrub_call(std::chrono::milliseconds(flags.scrub_call_ms));
   // Leases: only if an earlier instance granted some may a client still hold
@@ -326,19 +339,6 @@ int Run(Flags flags, const sigset_t& stop_signals) {
     return resyncer.ScrubFile(req, out);
   });
   service.set_capability_lifetime_s(flags.capability_lifetime_s);
-  // Locks: as for leases, a grace period for reclaims only if an earlier
-  // instance ever granted one. A client silent for its timeout loses them.
-  LockOptions kopts;
-  kopts.client_timeout_ms = flags.client_timeout_ms;
-  std::string lock_marker = flags.data + "/locks_granted";
-  kopts.grace_ms = std::filesystem::exists(lock_marker) ? flags.lock_grace_ms : 0;
-  // Replays come before reclaims: clients re-open and re-lock after them.
-  const bool recover = flags.replay && !ns.clean_start() && !ns.KnownClients().empty();
-  if (recover && kopts.grace_ms > 0) kopts.grace_ms += flags.recovery_window_ms;
-  kopts.on_first_grant = [lock_marker] {
-    if (std::FILE* f = std::fopen(lock_marker.c_str(), "w")) std::fclose(f);
-  };
-  LockTable locks(kopts);
   service.set_locks(&locks);
   // Inline answers never wait for the disk: a reply waiting for its commit is
   // held by the Committer, not by the I/O thread.

@@ -475,7 +475,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
         return impl->RenewCap(ino, token);
       },
       .row_lock = [mds](uint64_t ino, uint64_t owner, uint64_t start, uint64_t end,
-                        bool lock) -> Status {
+                        bool lock) -> Result<uint64_t> {
         LockArgs a;
         a.ino = ino;
         a.owner = owner;
@@ -486,7 +486,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
         a.wait = lock;
         for (;;) {  // the MDS answers EINPROGRESS after each bounded wait
           Result<LockSpec> r = mds->Lock(a, std::chrono::milliseconds(5000));
-          if (r.ok()) return Status::Ok();
+          if (r.ok()) return r->copy_gen;
           if (r.status().code() != EINPROGRESS) return r.status();
         }
       },

@@ -275,6 +275,7 @@ struct LockSpec {
   uint64_t start = 0;
   uint64_t end = UINT64_MAX;
   uint32_t pid = 0;
+  uint64_t copy_gen = 0;  // libsfs's own range locks: the file's copy states at the grant
 };
 
 // The client cache's counters (Client::CacheStatus; docs/cache.md).

@@ -372,7 +372,9 @@ Status Striper::LockClusterRows(const LayoutSpec& l, uint64_t owner, uint64_t fi
 Status Striper::LockClusterBytes(const LayoutSpec& l, uint64_t owner, uint64_t start,
                                  uint64_t last, bool lock) {
   if (!hooks_.row_lock || l.ino == 0 || no_cluster_locks_) return Status::Ok();
-  Status st = hooks_.row_lock(l.ino, owner, start, last, lock);
+  Result<uint64_t> gen = hooks_.row_lock(l.ino, owner, start, last, lock);
+  Status st = gen.status();
+  if (gen.ok() && lock) NoteCopyGen(l, *gen);
   if (st.code() == ENOLCK) {
     if (!no_cluster_locks_.exchange(true)) {
       LOG_WARN(

@@ -793,6 +793,24 @@ bool Striper::Refresh(const LayoutSpec& l) {
   return healed;
 }
 
+void Striper::NoteCopyGen(const LayoutSpec& l, uint64_t gen) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = copy_gens_.find(l.ino);
+    if (it == copy_gens_.end() ? gen == 0 : it->second == gen) return;
+  }
+  if (!hooks_.refresh) return;
+  Result<LayoutSpec> fresh = hooks_.refresh(l.ino);
+  if (!fresh.ok()) {  // the next grant tries again
+    LOG_WARN("inode " << l.ino << ": the copy states moved and the layout cannot be fetched: "
+                      << fresh.status().ToString());
+    return;
+  }
+  Absorb(*fresh);
+  std::lock_guard<std::mutex> lock(mu_);
+  copy_gens_[l.ino] = gen;
+}
+
 void Striper::NoteCopyFailure(const Piece& p) {
   if (!p.stale_copy) return NoteFailed(p.ost);
   std::lock_guard<std::mutex> lock(mu_);

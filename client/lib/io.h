@@ -126,8 +126,10 @@ struct MirrorHooks {
   // EC files: takes (lock) or releases the cluster-wide lock on bytes
   // [start, end] of ino's rows for owner, waiting as long as it takes; so
   // that two clients never read-modify-write one row at once. ENOLCK: the
-  // MDS grants no locks.
-  std::function<Status(uint64_t ino, uint64_t owner, uint64_t start, uint64_t end, bool lock)>
+  // MDS grants no locks. A grant gives the file's copy generation
+  // (LockResp.copy_gen): the Striper refreshes the layout when it moved.
+  std::function<Result<uint64_t>(uint64_t ino, uint64_t owner, uint64_t start, uint64_t end,
+                                 bool lock)>
       row_lock;
 };
 
@@ -254,6 +256,12 @@ class Striper {
   // reads it no more until a layout from the MDS says it is ok (Absorb);
   // any other failure: NoteFailed(p.ost).
   void NoteCopyFailure(const Piece& p);
+  // Under a mirror-range (or EC row) lock just granted: gen is the MDS's
+  // copy generation of l.ino (LockResp.copy_gen). When it is not the one
+  // this client saw last, a copy was resynced or marked meanwhile: the
+  // layout's states are fetched (Absorb) before the write goes out, so a
+  // resynced copy is written from then on.
+  void NoteCopyGen(const LayoutSpec& l, uint64_t gen);
   bool RecentlyFailed(uint32_t ost) const;
   // False once the OSS now serving ost has refused write_v.
   bool MayVector(uint32_t ost) const;
@@ -267,6 +275,7 @@ class Striper {
   std::set<std::string> no_vector_;  // GUARDED_BY(mu_): OSS addresses that refused write_v
   // GUARDED_BY(mu_): (ost, oid) -> stale, as the MDS last said.
   std::map<std::pair<uint32_t, uint64_t>, bool> states_;
+  std::map<uint64_t, uint64_t> copy_gens_;  // GUARDED_BY(mu_): ino -> the last copy_gen seen
   std::map<uint32_t, std::chrono::steady_clock::time_point> failed_;  // GUARDED_BY(mu_)
   MirrorHooks hooks_;
   // GUARDED_BY(mu_): (K, M) -> codec; codecs live as long as the Striper.

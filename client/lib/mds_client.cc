@@ -547,6 +547,7 @@ Result<LockSpec> MdsClient::Lock(const LockArgs& a, std::chrono::milliseconds wa
   out.start = resp.lock().start();
   out.end = resp.lock().end();
   out.pid = resp.lock().pid();
+  out.copy_gen = resp.lock().copy_gen();
   if (size_at_grant != nullptr && resp.lock().has_size()) *size_at_grant = resp.lock().size();
   return out;
 }

@@ -43,6 +43,11 @@
 
 namespace sfs::mds {
 
+// libsfs's own range locks (LockReq.ec_rows: EC rows, mirror ranges) are
+// keyed apart from the inode's fcntl locks by this bit: inode numbers never
+// reach it.
+inline constexpr uint64_t kEcRowSpace = uint64_t{1} << 63;
+
 struct LockOwner {
   uint64_t client = 0;
   uint64_t owner = 0;

@@ -452,7 +452,7 @@ Status Namespace::MirrorState(const OpCtx& ctx, const proto::MirrorStateReq& req
     if (changed) {
       node->mutable_attr()->set_ctime_ns(txn.now());
       txn.Dirty(req.ino());
-      txn.OnCommit([this, after = *l] { NoteCopyStates(after); });
+      txn.OnCommit([this, ino = req.ino(), after = *l] { NoteCopyStates(ino, after); });
     }
     return Status::Ok();
   });

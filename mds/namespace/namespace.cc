@@ -107,12 +107,12 @@ Status Namespace::LoadResyncWanted() {
   for (uint64_t ino : resync_wanted_) {
     Result<std::string> v = store_->Get(keys::Inode(ino));
     proto::InodeRec rec;
-    if (v.ok() && rec.ParseFromString(*v)) NoteCopyStates(rec.layout());
+    if (v.ok() && rec.ParseFromString(*v)) NoteCopyStates(ino, rec.layout());
   }
   return Status::Ok();
 }
 
-void Namespace::NoteCopyStates(const proto::Layout& l) {
+void Namespace::NoteCopyStates(uint64_t ino, const proto::Layout& l) {
   if (l.mirror_count() < 2 && l.ec_data() == 0) return;
   std::lock_guard<std::mutex> lock(fence_mu_);
   bool changed = false;
@@ -127,7 +127,16 @@ void Namespace::NoteCopyStates(const proto::Layout& l) {
       changed |= fenced_[o.ost()].insert(o.oid()).second;
     }
   }
-  if (changed) ++fence_version_;
+  if (!changed) return;
+  ++fence_version_;
+  uint64_t& gen = copy_gens_[ino];
+  gen = gen == 0 ? (boot_epoch() << 32) | 1 : gen + 1;
+}
+
+uint64_t Namespace::CopyGen(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  auto it = copy_gens_.find(ino);
+  return it == copy_gens_.end() ? 0 : it->second;
 }
 
 uint64_t Namespace::fence_version() const {

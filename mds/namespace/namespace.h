@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -251,6 +252,11 @@ class Namespace {
   // The fenced objects on osts, and the version they are of.
   uint64_t FencedOn(const std::vector<uint32_t>& osts,
                     std::vector<std::pair<uint32_t, uint64_t>>* out) const;
+  // Which copy states of ino's layout a client has (LockResp.copy_gen): 0
+  // while they have not changed in this MDS run, else a number that moves
+  // with each change (the boot epoch in its top bits). A mirror-range lock's
+  // grant carries it, so a writer learns a resynced copy before it writes.
+  uint64_t CopyGen(uint64_t ino) const;
 
  private:
   using Body = std::function<Status(Txn&)>;
@@ -329,9 +335,10 @@ class Namespace {
   std::set<uint64_t> resync_wanted_;  // GUARDED_BY(resync_mu_)
   // The stale-copy fence (above): l's objects that are not ok go in, the ok
   // ones out (a replaced object stays in: old layouts still name it).
-  void NoteCopyStates(const proto::Layout& l);
+  void NoteCopyStates(uint64_t ino, const proto::Layout& l);
   mutable std::mutex fence_mu_;
   FencedObjects fenced_;       // GUARDED_BY(fence_mu_)
+  std::unordered_map<uint64_t, uint64_t> copy_gens_;  // GUARDED_BY(fence_mu_)
   uint64_t fence_version_ = 1;  // GUARDED_BY(fence_mu_)
   KvStore* const store_;
   OstRegistry* const osts_;

@@ -45,7 +45,7 @@ Status Namespace::OstLost(const OpCtx& ctx, uint32_t ost, uint64_t* files) {
       }
       txn.Dirty(ino);
       txn.batch().Put(keys::Resync(ino), "");
-      txn.OnCommit([this, after = node->layout()] { NoteCopyStates(after); });
+      txn.OnCommit([this, ino, after = node->layout()] { NoteCopyStates(ino, after); });
     }
     *files = hit.size();
     txn.OnCommit([this, hit] {

@@ -17,9 +17,6 @@ using proto::MdsResponse;
 // The most a client may ask the MDS to hold a wait before it answers
 // EINPROGRESS (the client asks again): below any sane RPC deadline.
 constexpr uint32_t kMaxWaitMs = 10000;
-// EC row locks (LockReq.ec_rows) are keyed apart from the inode's fcntl
-// locks by this bit: inode numbers never reach it.
-constexpr uint64_t kEcRowSpace = uint64_t{1} << 63;
 
 LockRequest RequestOf(const MdsRequest& r) {
   const proto::LockReq& l = r.lock();
@@ -52,7 +49,8 @@ Status Validate(const proto::LockReq& l) {
 void MdsService::Lock(const MdsRequest& r, rpc::ReplyFn done) {
   const uint64_t epoch = ns_->boot_epoch();
   auto reply = [done = std::move(done), epoch](const Status& st, const LockHolder* h,
-                                              std::optional<uint64_t> size = std::nullopt) {
+                                              std::optional<uint64_t> size = std::nullopt,
+                                              uint64_t copy_gen = 0) {
     MdsResponse resp;
     resp.mutable_status()->set_code(st.code());
     resp.mutable_status()->set_message(st.message());
@@ -64,6 +62,7 @@ void MdsService::Lock(const MdsRequest& r, rpc::ReplyFn done) {
       out->set_size(*size);
       out->set_has_size(true);
     }
+    out->set_copy_gen(copy_gen);
     if (h != nullptr) {
       out->set_start(h->range.start);
       out->set_end(h->range.end);
@@ -93,12 +92,16 @@ void MdsService::Lock(const MdsRequest& r, rpc::ReplyFn done) {
   // A grant carries the size the file has now, read when it is granted (a
   // waiter's grant comes after the previous holder reported its writes).
   const bool grant = q.range.type != lock::kUnlock;
-  locks_->Set(q, [reply = std::move(reply), ns = ns_, ino = l.ino(), grant](Status st) {
+  // A mirror-range grant also says which copy states the file has now.
+  locks_->Set(q, [reply = std::move(reply), ns = ns_, ino = l.ino(), grant,
+                  rows = l.ec_rows()](Status st) {
     std::optional<uint64_t> size;
+    uint64_t gen = 0;
     if (st.ok() && grant) {
       if (auto a = ns->GetAttr(ino); a.ok()) size = a->size();
+      if (rows) gen = ns->CopyGen(ino);
     }
-    reply(st, nullptr, size);
+    reply(st, nullptr, size, gen);
   });
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <future>
 #include <vector>
 
 #include "common/ec/ec_geometry.h"
@@ -33,8 +34,8 @@ int64_t SteadyMs() {
 
 MirrorResyncer::MirrorResyncer(Namespace* ns, OstRegistry* osts, rpc::IoContext* io,
                                std::chrono::milliseconds interval,
-                               std::optional<auth::ClusterKey> key)
-    : ns_(ns), osts_(osts), io_(io), interval_(interval), key_(std::move(key)) {
+                               std::optional<auth::ClusterKey> key, LockTable* locks)
+    : ns_(ns), osts_(osts), io_(io), interval_(interval), key_(std::move(key)), locks_(locks) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -216,6 +217,7 @@ Status MirrorResyncer::CopyObject(const proto::StripeObject& src, const std::str
     copy->set_src_address(src_addr);
     SFS_RETURN_IF_ERROR(CallOss(dst_addr, req, &reply));
     Throttle(copy->length());
+    if (locks_ != nullptr) locks_->Touch(kLockClient);  // a held range lock is not expired
   }
   req.Clear();
   req.set_ost(dst.ost());
@@ -332,11 +334,53 @@ Status MirrorResyncer::RebuildEcObject(const proto::Layout& l, uint64_t size, in
   return CallOss(dst_addr, req, &reply);
 }
 
+bool MirrorResyncer::HoldWholeFile(uint64_t ino, bool lock) {
+  LockRequest q;
+  q.ino = ino | kEcRowSpace;
+  q.owner = {kLockClient, ino};
+  q.range = {0, lock::kLockEof, lock ? lock::kWrite : lock::kUnlock};
+  q.wait = lock;
+  q.wait_ms = 10000;
+  locks_->Touch(kLockClient);
+  std::promise<Status> granted;
+  std::future<Status> f = granted.get_future();
+  locks_->Set(q, [&granted](Status st) { granted.set_value(st); });
+  Status st = f.get();
+  if (!st.ok() && lock) LOG_DEBUG("resync of inode " << ino << ": no range lock: " << st.ToString());
+  return st.ok();
+}
+
 bool MirrorResyncer::ResyncFile(uint64_t ino) {
   auto attr = ns_->GetAttr(ino);
   if (!attr.ok()) return true;  // gone: nothing to resync
   if (!S_ISREG(attr->mode())) return true;
-  if (ns_->WriteOpenCount(ino) > 0) return false;  // a writer: after it closes
+  // A writer: only with the range lock, only a mirrored file's copies in
+  // place (EC rows and a rebuild onto a new OST wait for the close).
+  const bool writers = ns_->WriteOpenCount(ino) > 0;
+  if (writers && locks_ == nullptr) return false;
+  proto::GetLayoutResp got;
+  if (!ns_->GetLayout(ino, &got).ok()) return true;
+  if (writers) {
+    const proto::Layout& w = got.layout();
+    if (w.ec_data() != 0) return false;
+    for (const proto::StripeObject& o : w.objects()) {
+      if (o.state() == proto::OBJECT_LOST) return false;
+    }
+    // Its writers wait from here: every write acknowledged before is on the
+    // good copies, none lands while the stale ones are copied, and each
+    // learns the copies are ok from its next grant (LockResp.copy_gen).
+    if (!HoldWholeFile(ino, true)) return false;
+    bool all = ResyncHeld(ino);
+    (void)HoldWholeFile(ino, false);
+    return all;
+  }
+  return ResyncHeld(ino);
+}
+
+bool MirrorResyncer::ResyncHeld(uint64_t ino) {
+  auto attr = ns_->GetAttr(ino);
+  if (!attr.ok()) return true;
+  const bool writers = ns_->WriteOpenCount(ino) > 0;
   proto::GetLayoutResp got;
   if (!ns_->GetLayout(ino, &got).ok()) return true;
   const proto::Layout& l = got.layout();
@@ -344,7 +388,9 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
   proto::MirrorStateReq done;
   done.set_ino(ino);
   done.set_state(proto::OBJECT_OK);
-  done.set_if_idle(true);
+  // Under the range lock no write can land meanwhile; else the file must
+  // stay closed and unchanged until the mark.
+  done.set_if_idle(!writers);
   done.set_size(attr->size());
   done.set_mtime_ns(attr->mtime_ns());
   int left = 0, replaced = 0;

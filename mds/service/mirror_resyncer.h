@@ -32,6 +32,7 @@
 #include "common/auth/capability.h"
 #include "common/rpc/rpc.h"
 #include "mds/namespace/namespace.h"
+#include "mds/lock/lock_table.h"
 #include "mds/namespace/ost_registry.h"
 
 namespace sfs::proto {
@@ -46,10 +47,15 @@ namespace sfs::mds {
 
 class MirrorResyncer {
  public:
-  // REQUIRES: ns, osts and io outlive this object. Starts its thread.
+  // REQUIRES: ns, osts, io and locks outlive this object. Starts its thread.
+  // With locks (the MDS's lock table), a mirrored file open for write is
+  // resynced under a whole-file mirror-range lock: its writers wait, and
+  // learn the resynced copy from their next grant (LockResp.copy_gen).
+  // Without, only files no one has open for write.
   MirrorResyncer(Namespace* ns, OstRegistry* osts, rpc::IoContext* io,
                  std::chrono::milliseconds interval,
-                 std::optional<auth::ClusterKey> key = std::nullopt);
+                 std::optional<auth::ClusterKey> key = std::nullopt,
+                 LockTable* locks = nullptr);
   ~MirrorResyncer();
   MirrorResyncer(const MirrorResyncer&) = delete;
   MirrorResyncer& operator=(const MirrorResyncer&) = delete;
@@ -72,6 +78,8 @@ class MirrorResyncer {
   // How long one ScrubReq reads before it answers "more" (default 2 s;
   // sfs-mds --scrub-call-ms). Call before the first scrub.
   void set_scrub_call(std::chrono::milliseconds d) { scrub_call_ = d; }
+  // The client id the resyncer's range locks are held under.
+  static constexpr uint64_t kLockClient = 0x5253594E43000001;  // "RSYNC"
   // sfs rebuild status (mds.proto RebuildStatusResp).
   void FillStatus(proto::RebuildStatusResp* out) const;
   // sfs scrub of one file from req.offset() for about two seconds
@@ -84,6 +92,8 @@ class MirrorResyncer {
   void Loop();
   // Resyncs the stale copies of ino it can; true iff none is left stale.
   bool ResyncFile(uint64_t ino);
+  // ResyncFile's work once it may copy: with no writer, or under the range lock.
+  bool ResyncHeld(uint64_t ino);
   // Rebuilds object `target` of the EC layout l (file size `size`) into
   // (dst_ost, dst_oid) at dst_addr from K good chunk objects.
   Status RebuildEcObject(const proto::Layout& l, uint64_t size, int target,
@@ -136,6 +146,9 @@ class MirrorResyncer {
   void Throttle(uint64_t bytes);
   Status CopyObject(const proto::StripeObject& src, const std::string& src_addr,
                     const proto::StripeObject& dst, const std::string& dst_addr);
+  // Takes (or releases) the whole-file mirror-range write lock of ino for the
+  // resyncer, waiting at most about 10 s; false: not granted.
+  bool HoldWholeFile(uint64_t ino, bool lock);
   Status CallOss(const std::string& address, const proto::OssRequest& req,
                       proto::OssResponse* reply);
   rpc::Channel* ChannelTo(const std::string& address);
@@ -146,6 +159,7 @@ class MirrorResyncer {
   rpc::IoContext* const io_;
   const std::chrono::milliseconds interval_;
   const std::optional<auth::ClusterKey> key_;  // set: calls carry a server token
+  LockTable* const locks_;
   std::mutex channels_mu_;
   std::map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // GUARDED_BY(channels_mu_)
   std::mutex mu_;

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -653,6 +654,71 @@ void RebuildTest::OldLayoutReaderNeverGetsMissedBytes(const std::string& dir,
   ASSERT_TRUE(ReadFile(cluster().ObjectPath(*client_, x.ost, x.oid), &on_disk));
   ASSERT_FALSE(on_disk.empty());
   EXPECT_TRUE(SameBytes(on_disk, second.substr(0, on_disk.size())));
+}
+
+// Resync under a writer (docs/redundancy.md "Resync"): a mirrored file a
+// job keeps open and goes on writing gets its stale copy resynced anyway
+// (the MDS holds the file's mirror-range lock for the copy), and the writer
+// writes the resynced copy from its next write on (its next grant carries
+// the new copy generation): the copies end byte-equal and scrub is clean.
+TEST_F(RebuildTest, AMirroredFileKeptOpenAndWrittenIsResyncedUnderItsWriter) {
+  MakeDir("/rw", {"-N", "2", "-c", "1"});
+  constexpr size_t kSize = 256 << 10;
+  ASSERT_TRUE(WriteFile(mnt_ + "/rw/f", Data(kSize)));
+  const client::LayoutSpec l = LayoutOf("/rw/f");
+  ASSERT_EQ(l.objects.size(), 2u);
+  const int away = cluster().OssOfOst(*client_, l.objects[0].ost);
+  ASSERT_GE(away, 0);
+  int fd = open((mnt_ + "/rw/f").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ASSERT_TRUE(cluster().KillOss(away).ok());
+  const std::string second(kSize, 's');
+  ASSERT_EQ(pwrite(fd, second.data(), kSize, 0), static_cast<ssize_t>(kSize)) << strerror(errno);
+  ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+  ASSERT_EQ(NotOk(LayoutOf("/rw/f")), 1u) << "the missed copy is not marked stale";
+  ASSERT_TRUE(cluster().RestartOss(away).ok());
+  // The writer keeps writing through the resync and after it.
+  std::atomic<bool> resynced{false}, stop{false};
+  std::atomic<int> after{0}, failed{0};
+  std::thread writer([&] {
+    std::mt19937_64 rng(PerTestSeed());
+    std::string buf(16 << 10, '\0');
+    for (int i = 0; !stop.load(); ++i) {
+      const size_t off = rng() % (kSize - buf.size());
+      const size_t len = 1 + rng() % buf.size();
+      std::fill(buf.begin(), buf.begin() + len, static_cast<char>('a' + i % 26));
+      const bool was = resynced.load();
+      if (pwrite(fd, buf.data(), len, static_cast<off_t>(off)) != static_cast<ssize_t>(len)) {
+        failed.fetch_add(1);
+        return;
+      }
+      if (was) after.fetch_add(1);
+    }
+  });
+  bool done = PollUntil([&] { return NotOk(LayoutOf("/rw/f")) == 0; }, seconds(60));
+  resynced.store(true);
+  EXPECT_TRUE(done) << "a file kept open for write was never resynced";
+  EXPECT_TRUE(PollUntil([&] { return after.load() >= 50 || failed.load() > 0; }, seconds(60)));
+  stop.store(true);
+  writer.join();
+  EXPECT_EQ(failed.load(), 0) << "a write failed during the resync";
+  ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+  std::string copy[2];
+  for (int c = 0; c < 2; ++c) {
+    const std::string obj = cluster().ObjectPath(*client_, l.objects[c].ost, l.objects[c].oid);
+    ASSERT_FALSE(obj.empty());
+    ASSERT_TRUE(ReadFile(obj, &copy[c])) << obj;
+  }
+  ASSERT_EQ(copy[0].size(), copy[1].size());
+  size_t differ = 0;
+  for (size_t i = 0; i < copy[0].size(); ++i) differ += copy[0][i] != copy[1][i];
+  EXPECT_EQ(differ, 0u) << "the copies differ in " << differ << " bytes: the writer did not "
+                           "write the resynced copy, or the copy raced a write";
+  EXPECT_EQ(NotOk(LayoutOf("/rw/f")), 0u);
+  ASSERT_EQ(close(fd), 0);
+  SfsRun scrub = Sfs({"scrub", "-v", mnt_ + "/rw"});
+  EXPECT_EQ(scrub.exit, 0) << scrub.out;
+  EXPECT_NE(scrub.out.find("0 bad object(s), 0 mismatch(es)"), std::string::npos) << scrub.out;
 }
 
 // Every copy of one stripe lost: that stripe reads EIO, the other stripe
