@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -21,6 +22,8 @@
 
 #include "tests/harness/fixture.h"
 #include "tests/harness/subprocess.h"
+#include "tests/integration/hold_proxy.h"
+#include "oss.pb.h"
 
 namespace sfs::testing {
 namespace {
@@ -117,26 +120,28 @@ class MirrorSpaceTest : public ClusterPerTest {
 };
 
 // One mount punches holes, zeroes ranges and allocates over a span a second
-// mount keeps writing, every call colliding with the other's: the copies end
-// up equal byte for byte (each got both mounts' calls in one order).
+// mount keeps writing (for as long as it writes), every call colliding with
+// the other's: the copies end up equal byte for byte (each got both mounts'
+// calls in one order).
 TEST_F(MirrorSpaceTest, PunchAndFallocateRacingWithWritesOfAnotherMountLeaveTheCopiesEqual) {
   MakeMirrorDir("/m");
-  constexpr size_t kSpan = 64 << 10;  // every call falls in here: they collide
+  constexpr size_t kSpan = 2 << 20;  // every call falls in here: they collide
   ASSERT_TRUE(WriteFile(mnt_ + "/m/f", Data(kSpan)));
   auto second = cluster().Mount({}, {"rpc_timeout_ms=3000"});
   ASSERT_TRUE(second.ok()) << second.status().ToString();
-  constexpr int kCalls = 300;
-  int failed_space = 0, failed_writes = 0;
+  constexpr int kWrites = 200;
+  std::atomic<bool> writing{true};
+  int space_calls = 0, failed_space = 0, failed_writes = 0;
   auto spacer = [&] {
     int fd = open((mnt_ + "/m/f").c_str(), O_RDWR);
     ASSERT_GE(fd, 0) << strerror(errno);
     const int modes[] = {FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, FALLOC_FL_ZERO_RANGE,
                          FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, FALLOC_FL_KEEP_SIZE, 0};
     std::mt19937_64 rng(PerTestSeed() + 1);
-    for (int i = 0; i < kCalls; ++i) {
+    while (writing.load()) {
       const off_t off = static_cast<off_t>(rng() % (kSpan - 1));
-      const off_t len = static_cast<off_t>(1 + rng() % std::min<size_t>(16 << 10, kSpan - off));
-      failed_space += fallocate(fd, modes[i % 5], off, len) != 0;
+      const off_t len = static_cast<off_t>(1 + rng() % std::min<size_t>(1 << 20, kSpan - off));
+      failed_space += fallocate(fd, modes[space_calls++ % 5], off, len) != 0;
     }
     EXPECT_EQ(fsync(fd), 0);
     close(fd);
@@ -146,9 +151,9 @@ TEST_F(MirrorSpaceTest, PunchAndFallocateRacingWithWritesOfAnotherMountLeaveTheC
     ASSERT_GE(fd, 0) << strerror(errno);
     const std::string mine(kSpan, 'w');
     std::mt19937_64 rng(PerTestSeed() + 2);
-    for (int i = 0; i < kCalls; ++i) {
+    for (int i = 0; i < kWrites; ++i) {
       const size_t off = rng() % (kSpan - 1);
-      const size_t len = 1 + rng() % std::min<size_t>(16 << 10, kSpan - off);
+      const size_t len = 1 + rng() % std::min<size_t>(1 << 20, kSpan - off);
       failed_writes += pwrite(fd, mine.data(), len, static_cast<off_t>(off)) !=
                        static_cast<ssize_t>(len);
     }
@@ -156,9 +161,13 @@ TEST_F(MirrorSpaceTest, PunchAndFallocateRacingWithWritesOfAnotherMountLeaveTheC
     close(fd);
   };
   std::thread a(spacer);
-  std::thread b(writer);
+  std::thread b([&] {
+    writer();
+    writing.store(false);
+  });
   a.join();
   b.join();
+  EXPECT_GT(space_calls, kWrites / 4) << "too few fallocate calls to race with the writes";
   EXPECT_EQ(failed_space, 0) << "fallocate calls failed";
   EXPECT_EQ(failed_writes, 0) << "writes failed";
   client::LayoutSpec l = LayoutOf("/m/f");
@@ -223,6 +232,80 @@ TEST_F(MirrorSpaceTest, PunchAndFallocateWithACopysOssDownMarkItStaleAndResyncHe
   SfsRun scrub = Sfs({"scrub", "-v", mnt_ + "/d"});
   EXPECT_EQ(scrub.exit, 0) << scrub.out;
   EXPECT_NE(scrub.out.find("0 bad object(s), 0 mismatch(es)"), std::string::npos) << scrub.out;
+}
+
+// The copy on OSS 1 behind a HoldProxy (hold_proxy.h): its calls can be held
+// and let go in an order of the test's choosing.
+class MirrorSpaceHeldTest : public MirrorSpaceTest {
+ protected:
+  ClusterOptions Options() override {
+    EXPECT_TRUE(proxy_.Start().ok());
+    ClusterOptions o = MirrorSpaceTest::Options();
+    o.name = "mirror-space-held";
+    o.num_oss = 2;
+    o.oss_args_of[1] = {"--advertise", "127.0.0.1:" + std::to_string(proxy_.port())};
+    return o;
+  }
+
+  void SetUp() override {
+    MirrorSpaceTest::SetUp();
+    if (HasFatalFailure()) return;
+    proxy_.SetUpstream(cluster().oss_address(1));
+  }
+
+  static bool IsFallocate(const std::string& payload) {
+    proto::OssRequest req;
+    return req.ParseFromString(payload) && req.has_fallocate();
+  }
+
+  HoldProxy proxy_;
+};
+
+// A write of a second mount has reached one copy and is held on its way to
+// the other when this mount punches the same range. Without the range lock
+// the punch reaches both copies at once, and the held copy is made to take
+// it before the write: the copies would differ (zeros on one, the write on
+// the other). With the lock the punch waits for the write on both copies.
+TEST_F(MirrorSpaceHeldTest, APunchNeverOvertakesAWriteOnOneCopyOnly) {
+  MakeMirrorDir("/h");
+  constexpr size_t kLen = 8192;
+  ASSERT_TRUE(WriteFile(mnt_ + "/h/f", std::string(kLen, 'i')));
+  client::LayoutSpec l = LayoutOf("/h/f");
+  ASSERT_EQ(l.objects.size(), 2u);
+  const int free_copy = cluster().OssOfOst(*client_, l.objects[0].ost) == 0 ? 0 : 1;
+  auto second = cluster().Mount({}, {"rpc_timeout_ms=10000"});  // its write is held a while
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  const int wfd = open((*second + "/h/f").c_str(), O_RDWR);  // written through
+  const int pfd = open((mnt_ + "/h/f").c_str(), O_RDWR);
+  ASSERT_GE(wfd, 0) << strerror(errno);
+  ASSERT_GE(pfd, 0) << strerror(errno);
+  proxy_.Hold();
+  const std::string w(kLen, 'w');
+  ssize_t wrote = -1;
+  std::thread writer([&] { wrote = pwrite(wfd, w.data(), kLen, 0); });
+  EXPECT_TRUE(PollUntil([&] { return CopyOnDisk(l, free_copy).substr(0, kLen) == w; },
+                        std::chrono::seconds(10)))
+      << "the write did not reach the copy whose OSS is not held";
+  ASSERT_TRUE(proxy_.WaitKept(1, std::chrono::seconds(10)).ok()) << "the write was not held";
+  int punched = -1;
+  std::thread puncher([&] {
+    punched = fallocate(pfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, kLen);
+  });
+  // Unlocked, the punch would be held too within a moment; locked it waits
+  // for the write, so this deadline passing is the locked outcome.
+  if (proxy_.WaitKept(2, std::chrono::seconds(1)).ok()) {
+    auto first = proxy_.Release(std::chrono::seconds(10), IsFallocate);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+  }
+  auto rest = proxy_.Release(std::chrono::seconds(10));
+  ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+  writer.join();
+  puncher.join();
+  EXPECT_EQ(wrote, static_cast<ssize_t>(kLen)) << strerror(errno);
+  EXPECT_EQ(punched, 0) << strerror(errno);
+  close(wfd);
+  close(pfd);
+  ExpectCopiesHold("/h/f", std::string(kLen, '\0'));  // the write, then the punch, on both
 }
 
 }  // namespace
