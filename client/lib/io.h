@@ -27,7 +27,7 @@
 // buffer's contents unspecified: the caller must not return them.
 //
 // Mirrored layouts (LayoutSpec::mirror_count 2 or 3; docs/redundancy.md): a
-// write, truncate or sync goes to every copy not stale, all in flight at
+// write, truncate, fallocate (CallMirrored) or sync goes to every copy not stale, all in flight at
 // once, and succeeds once every such copy has it. A copy whose OSS cannot be
 // reached (or answered EIO/ESTALE) while another copy of the same stripe took
 // the write is marked stale at the MDS (MirrorHooks::mark_stale, durable

@@ -210,7 +210,8 @@ TEST_F(MirrorSpaceTest, PunchAndFallocateWithACopysOssDownMarkItStaleAndResyncHe
   EXPECT_TRUE(LayoutOf("/d/f").objects[1].stale) << "the punch's missed copy is not stale";
   ASSERT_EQ(fallocate(fd, 0, 6 * kStripe, 4 * kStripe), 0) << strerror(errno);
   want.resize(10 * kStripe, '\0');
-  ASSERT_EQ(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 7, 100), 0) << strerror(errno);
+  ASSERT_EQ(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 7, 100), 0)
+      << strerror(errno);
   std::memset(want.data() + 7, 0, 100);
   struct stat st {};
   ASSERT_EQ(fstat(fd, &st), 0);
@@ -226,7 +227,8 @@ TEST_F(MirrorSpaceTest, PunchAndFallocateWithACopysOssDownMarkItStaleAndResyncHe
 
   ASSERT_TRUE(cluster().RestartOss(down).ok());
   ASSERT_TRUE(cluster().WaitForOstsUp(3).ok());
-  EXPECT_TRUE(PollUntil([&] { return StaleCount(LayoutOf("/d/f")) == 0; }, std::chrono::seconds(30)))
+  EXPECT_TRUE(
+      PollUntil([&] { return StaleCount(LayoutOf("/d/f")) == 0; }, std::chrono::seconds(30)))
       << "the MDS did not resync the copy the fallocate calls missed";
   ExpectCopiesHold("/d/f", want);
   SfsRun scrub = Sfs({"scrub", "-v", mnt_ + "/d"});
