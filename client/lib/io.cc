@@ -734,6 +734,20 @@ Status Striper::Call(std::span<ObjectCall> calls) {
   return first;
 }
 
+Status Striper::CallMirrored(const LayoutSpec& l, std::span<ObjectCall> calls, uint64_t start,
+                             uint64_t last) {
+  std::vector<Piece> pieces(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    pieces[i].op = Piece::Op::kCustom;
+    pieces[i].stripe = calls[i].stripe;
+    pieces[i].ost = l.objects[calls[i].stripe].ost;  // FanOut names each copy's own
+    pieces[i].oid = l.objects[calls[i].stripe].oid;
+    pieces[i].custom = &calls[i];  // shared by the copies: fill reads only the call
+    pieces[i].caps = calls[i].caps;
+  }
+  return RunMirroredLocked(l, pieces, start, last);
+}
+
 std::string Striper::AddressOf(uint32_t ost) const {
   rpc::Channel* ch = pool_->Find(ost);
   return ch == nullptr ? std::string() : ch->address();

@@ -27,7 +27,7 @@
 // buffer's contents unspecified: the caller must not return them.
 //
 // Mirrored layouts (LayoutSpec::mirror_count 2 or 3; docs/redundancy.md): a
-// write, truncate or sync goes to every copy not stale, all in flight at
+// write, truncate, fallocate (CallMirrored) or sync goes to every copy not stale, all in flight at
 // once, and succeeds once every such copy has it. A copy whose OSS cannot be
 // reached (or answered EIO/ESTALE) while another copy of the same stripe took
 // the write is marked stale at the MDS (MirrorHooks::mark_stale, durable
@@ -110,6 +110,7 @@ struct ObjectCall {
   std::vector<std::pair<uint64_t, std::string>> caps;
   Status status;
   bool unknown_op = false;  // the OSS answered EPROTO: one from before the op existed
+  uint32_t stripe = 0;      // Striper::CallMirrored: the stripe whose copies it goes to
 };
 
 // How the Striper reaches the MDS about mirror copies (set by the Client).
@@ -175,6 +176,14 @@ class Striper {
   // Runs every call at once, retried as any piece is; sets each one's
   // status and returns the first failure in order (FirstError's rules).
   Status Call(std::span<ObjectCall> calls);
+  // Mutating calls on a mirrored file's bytes [start, last] (fallocate,
+  // punch): each call, for its `stripe`, goes to every good copy of that
+  // stripe, under the range's cluster-wide lock, and a copy whose OSS missed
+  // it is marked stale, exactly as a write's copies are; ok iff every stripe
+  // has a good copy that took its call. Sets no call's status. REQUIRES:
+  // l.Copies() > 1, every call's stripe < l.Stripes(), its ost and oid unused.
+  Status CallMirrored(const LayoutSpec& l, std::span<ObjectCall> calls, uint64_t start,
+                      uint64_t last);
   // The address of the OSS serving ost now ("" if none is known).
   std::string AddressOf(uint32_t ost) const;
   // REQUIRES: called before any I/O.

@@ -139,21 +139,22 @@ Status FallocateObjects(Striper& s, const LayoutSpec& l, int mode, uint64_t off,
   for (uint32_t i = 0; i < g.stripe_count; ++i) {
     const uint64_t lo = layout::ObjectSize(g, i, off), hi = layout::ObjectSize(g, i, off + len);
     if (hi <= lo) continue;
-    for (uint32_t m = 0; m < l.Copies(); ++m) {  // every good copy of a mirrored file
-      const size_t at = size_t{m} * g.stripe_count + i;
-      if (l.Copies() > 1 && s.IsStale(l, at)) continue;
-      ObjectCall& c = calls.emplace_back();
-      c.ost = l.objects[at].ost;
-      c.oid = l.objects[at].oid;
-      c.mutates = true;
-      c.caps = CapsOf(l);
-      c.fill = [mode, lo, hi](proto::OssRequest& req) {
-        req.mutable_fallocate()->set_mode(static_cast<uint32_t>(mode));
-        req.mutable_fallocate()->set_offset(lo);
-        req.mutable_fallocate()->set_length(hi - lo);
-      };
-    }
+    ObjectCall& c = calls.emplace_back();
+    c.ost = l.objects[i].ost;
+    c.oid = l.objects[i].oid;
+    c.stripe = i;
+    c.mutates = true;
+    c.caps = CapsOf(l);
+    c.fill = [mode, lo, hi](proto::OssRequest& req) {
+      req.mutable_fallocate()->set_mode(static_cast<uint32_t>(mode));
+      req.mutable_fallocate()->set_offset(lo);
+      req.mutable_fallocate()->set_length(hi - lo);
+    };
   }
+  // Mirrored: to every good copy as a write of the range goes (its lock,
+  // stale marking of a copy whose OSS missed it), so that no copy is left
+  // unpunched or unextended without the MDS knowing.
+  if (l.Copies() > 1) return s.CallMirrored(l, calls, off, off + len - 1);
   return s.Call(calls);
 }
 

@@ -21,8 +21,11 @@
 namespace sfs::client {
 
 // fallocate(2) of file range [off, off + len) with Linux's mode, on every
-// object it touches at once. REQUIRES: len > 0; mode one of 0, KEEP_SIZE,
-// PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE[|KEEP_SIZE] (Client::Fallocate checks).
+// object it touches at once; for a mirrored file on every good copy of them,
+// under the range's cluster-wide lock, a copy whose OSS missed it marked
+// stale (Striper::CallMirrored, as writes). REQUIRES: len > 0; mode one of
+// 0, KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE[|KEEP_SIZE] (Client::Fallocate
+// checks).
 Status FallocateObjects(Striper& s, const LayoutSpec& l, int mode, uint64_t off, uint64_t len);
 
 // The first file offset >= off that holds data (hole false) or lies in a

@@ -179,6 +179,9 @@ std::vector<std::string> TestCluster::OssArgv(int oss, const std::string& listen
                                    std::to_string(opts_.heartbeat_ms)};
   for (int k = 1; k < opts_.osts_per_oss; ++k) argv.insert(argv.end(), {"--ost", ost_dir(oss, k)});
   argv.insert(argv.end(), opts_.oss_args.begin(), opts_.oss_args.end());
+  if (auto it = opts_.oss_args_of.find(oss); it != opts_.oss_args_of.end()) {
+    argv.insert(argv.end(), it->second.begin(), it->second.end());
+  }
   if (opts_.cluster_key) argv.insert(argv.end(), {"--cluster-key", cluster_key_path()});
   if (opts_.metrics) argv.insert(argv.end(), {"--metrics-listen", "127.0.0.1:0"});
   return argv;

@@ -30,6 +30,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,7 @@ struct ClusterOptions {
   std::string ost_parent;
   std::vector<std::string> mds_args;  // appended to every sfs-mds command line
   std::vector<std::string> oss_args;  // appended to every sfs-oss command line
+  std::map<int, std::vector<std::string>> oss_args_of;  // oss -> appended to its only
   // Every daemon serves GET /metrics on a port it picks (--metrics-listen
   // 127.0.0.1:0); see mds_metrics_address().
   bool metrics = false;
