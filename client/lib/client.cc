@@ -490,6 +490,23 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
           if (r.status().code() != EINPROGRESS) return r.status();
         }
       },
+      .cached_lock = [mds](uint64_t ino, uint64_t owner, uint64_t start,
+                           uint64_t end) -> Result<MirrorHooks::Grant> {
+        LockArgs a;
+        a.ino = ino;
+        a.owner = owner;
+        a.ec_rows = true;
+        a.cache = true;
+        a.lock.type = F_WRLCK;
+        a.lock.start = start;
+        a.lock.end = end;
+        a.wait = true;
+        for (;;) {
+          Result<LockSpec> r = mds->Lock(a, std::chrono::milliseconds(5000));
+          if (r.ok()) return MirrorHooks::Grant{r->copy_gen, r->cached};
+          if (r.status().code() != EINPROGRESS) return r.status();
+        }
+      },
   });
   if (opts.write_behind_bytes > 0) {
     impl->wb = std::make_unique<WriteBehindQueue>(impl->striper.get(), opts.write_behind_bytes,
@@ -506,6 +523,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
                                    : cache_on ? kPrefetchCloseDelay : std::chrono::milliseconds(0);
   if (defer.count() > 0) mds->EnableDeferredCloses(defer, kMaxQueuedCloses);
   mds->SetEpochListener([raw] {
+    raw->striper->ForgetCachedLocks();  // the MDS restarted: they are gone there
     if (Keepalive* k = raw->keepalive_ptr.load()) k->Kick();
   });
   impl->keepalive = std::make_unique<Keepalive>(kPingPeriod, [raw] { raw->Ping(); });
@@ -578,9 +596,12 @@ void Client::WatchInvalidations(InvalidationFn fn) {
   if (!impl_->opts.leases || impl_->watch) return;
   impl_->watch = std::make_unique<LeaseWatch>(
       impl_->mds.get(), [this, fn = std::move(fn)](const Invalidation& i) {
+        if (i.lock_recall) return impl_->striper->RecallCached(i.ino);
         DropAppendToken(i.ino);
         fn(i);
       });
+  // Recalls reach the Striper now: mirrored writes may keep their lock.
+  impl_->striper->EnableCachedLocks();
 }
 
 void Client::DropAppendToken(uint64_t ino) {

@@ -264,6 +264,7 @@ struct Invalidation {
   uint64_t ino = 0;
   uint64_t parent = 0;
   std::string name;
+  bool lock_recall = false;  // not a lease: libsfs gives back a cached lock (Striper)
 };
 using InvalidationFn = std::function<void(const Invalidation&)>;
 
@@ -276,6 +277,7 @@ struct LockSpec {
   uint64_t end = UINT64_MAX;
   uint32_t pid = 0;
   uint64_t copy_gen = 0;  // libsfs's own range locks: the file's copy states at the grant
+  bool cached = false;    // ... and whether it is kept until recalled (LockResp.cached)
 };
 
 // The client cache's counters (Client::CacheStatus; docs/cache.md).
