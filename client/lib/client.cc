@@ -1140,6 +1140,39 @@ Status Client::QosRemove(const Cred& c, std::string_view name) {
 }
 
 Result<LayoutSpec> Client::ResyncMirrors(const Cred& c, uint64_t ino) {
+  // The whole file's mirror-range lock, as the MDS's resyncer takes it: it
+  // recalls a lock another mount kept past its close (docs/redundancy.md
+  // "Cached locks"), so that mount learns the healed copies from its next
+  // grant instead of writing past them.
+  LockArgs whole;
+  whole.ino = ino;
+  whole.owner = kResyncLockOwner;
+  whole.ec_rows = true;
+  whole.lock.type = F_WRLCK;
+  whole.lock.start = 0;
+  whole.lock.end = UINT64_MAX;
+  whole.wait = true;
+  bool locked = false;
+  for (;;) {
+    Result<LockSpec> r = impl_->mds->Lock(whole, std::chrono::milliseconds(5000));
+    if (r.ok()) {
+      locked = true;
+      break;
+    }
+    if (r.status().code() == ENOLCK) break;  // an MDS without locks: no lock kept either
+    if (r.status().code() != EINPROGRESS) return r.status();
+  }
+  Result<LayoutSpec> out = ResyncMirrorsLocked(c, ino);
+  if (locked) {
+    whole.lock.type = F_UNLCK;
+    whole.wait = false;
+    Result<LockSpec> un = impl_->mds->Lock(whole, std::chrono::milliseconds(5000));
+    if (!un.ok()) LOG_WARN("inode " << ino << ": releasing the resync's lock: " << un.status().ToString());
+  }
+  return out;
+}
+
+Result<LayoutSpec> Client::ResyncMirrorsLocked(const Cred& c, uint64_t ino) {
   // Taken before the copy: the MDS marks the copies ok only if nothing wrote
   // the file meanwhile (a write the copy missed would be lost).
   SFS_ASSIGN_OR_RETURN(Attr before, impl_->mds->GetAttr(c, ino));
