@@ -303,6 +303,17 @@ int Run(Flags flags, const sigset_t& stop_signals) {
                                                                          : 1000));
   queue.Start();
   Housekeeper housekeeper(&ns, &osts, flags.ost_timeout_ms);
+  // Leases: only if an earlier instance granted some may a client still hold
+  // one, so only then do revocations wait out a grace period after start.
+  LeaseOptions lopts;
+  lopts.lease_ms = flags.lease_ms;
+  std::string marker = flags.data + "/leases_granted";
+  if (!std::filesystem::exists(marker)) lopts.grace_ms = 0;
+  lopts.on_first_grant = [marker] {
+    if (std::FILE* f = std::fopen(marker.c_str(), "w")) std::fclose(f);
+  };
+  LeaseTable leases(lopts);
+  leases.StartTimer();
   // Locks: as for leases, a grace period for reclaims only if an earlier
   // instance ever granted one. A client silent for its timeout loses them.
   LockOptions kopts;
@@ -316,21 +327,19 @@ int Run(Flags flags, const sigset_t& stop_signals) {
     if (std::FILE* f = std::fopen(lock_marker.c_str(), "w")) std::fclose(f);
   };
   LockTable locks(kopts);
+  // Cached mirror-range locks go to clients that watch, and are recalled
+  // through their watch (mds/lock/lock_table.h "Cached locks").
+  locks.SetCacheHooks(CacheHooks{
+      .may_cache = [&leases](uint64_t client) { return leases.WatchActive(client); },
+      .recall = [&leases, timeout = flags.client_timeout_ms](uint64_t key, LockOwner holder) {
+        leases.Recall(holder.client, LeaseInval{key & ~kEcRowSpace, 0, {}, true},
+                      LeaseTable::SteadyMs() + timeout, [] {});
+      },
+  });
   // Stale mirror copies are resynced once their OSS is back (docs/redundancy.md).
   MirrorResyncer resyncer(&ns, &osts, io.get(), std::chrono::milliseconds(1000), key, &locks);
   resyncer.set_rate_mibps(flags.rebuild_mibps);
   resyncer.set_scrub_call(std::chrono::milliseconds(flags.scrub_call_ms));
-  // Leases: only if an earlier instance granted some may a client still hold
-  // one, so only then do revocations wait out a grace period after start.
-  LeaseOptions lopts;
-  lopts.lease_ms = flags.lease_ms;
-  std::string marker = flags.data + "/leases_granted";
-  if (!std::filesystem::exists(marker)) lopts.grace_ms = 0;
-  lopts.on_first_grant = [marker] {
-    if (std::FILE* f = std::fopen(marker.c_str(), "w")) std::fclose(f);
-  };
-  LeaseTable leases(lopts);
-  leases.StartTimer();
   MdsService service(&ns, &osts, &leases);
   if (key.has_value()) service.set_cluster_key(*key);
   service.set_rebuild_status([&resyncer](proto::RebuildStatusResp* out) { resyncer.FillStatus(out); });

@@ -88,7 +88,12 @@ start() {
   exec {fd}< <(exec setsid "$@" --listen "$listen" 2>>"$log" </dev/null)
   pid=$!
   echo "$pid" >"$DIR/pids/$name.pid"
-  if ! IFS= read -r -t "$START_TIMEOUT" -u "$fd" line || [[ "$line" != LISTENING\ * ]]; then
+  # Lines before it (`METRICS host:port` with --metrics-listen) are kept too.
+  local pre=""
+  while IFS= read -r -t "$START_TIMEOUT" -u "$fd" line && [[ "$line" == METRICS\ * ]]; do
+    pre+="$line"$'\n'
+  done
+  if [[ "$line" != LISTENING\ * ]]; then
     exec {fd}<&-
     kill -9 "$pid" 2>/dev/null || true
     echo "cluster.sh: $name did not print LISTENING within ${START_TIMEOUT}s" \
@@ -96,7 +101,7 @@ start() {
     tail -n 20 "$log" | sed 's/^/    | /' >&2
     exit 1
   fi
-  echo "$line" >"$out"
+  printf '%s%s\n' "$pre" "$line" >"$out"
   # Keep draining the daemon's stdout into its .out file for as long as it lives.
   cat <&"$fd" >>"$out" 2>/dev/null &
   disown $! 2>/dev/null || true

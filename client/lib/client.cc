@@ -490,6 +490,23 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
           if (r.status().code() != EINPROGRESS) return r.status();
         }
       },
+      .cached_lock = [mds](uint64_t ino, uint64_t owner, uint64_t start,
+                           uint64_t end) -> Result<MirrorHooks::Grant> {
+        LockArgs a;
+        a.ino = ino;
+        a.owner = owner;
+        a.ec_rows = true;
+        a.cache = true;
+        a.lock.type = F_WRLCK;
+        a.lock.start = start;
+        a.lock.end = end;
+        a.wait = true;
+        for (;;) {
+          Result<LockSpec> r = mds->Lock(a, std::chrono::milliseconds(5000));
+          if (r.ok()) return MirrorHooks::Grant{r->copy_gen, r->cached};
+          if (r.status().code() != EINPROGRESS) return r.status();
+        }
+      },
   });
   if (opts.write_behind_bytes > 0) {
     impl->wb = std::make_unique<WriteBehindQueue>(impl->striper.get(), opts.write_behind_bytes,
@@ -506,6 +523,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
                                    : cache_on ? kPrefetchCloseDelay : std::chrono::milliseconds(0);
   if (defer.count() > 0) mds->EnableDeferredCloses(defer, kMaxQueuedCloses);
   mds->SetEpochListener([raw] {
+    raw->striper->ForgetCachedLocks();  // the MDS restarted: they are gone there
     if (Keepalive* k = raw->keepalive_ptr.load()) k->Kick();
   });
   impl->keepalive = std::make_unique<Keepalive>(kPingPeriod, [raw] { raw->Ping(); });
@@ -578,9 +596,12 @@ void Client::WatchInvalidations(InvalidationFn fn) {
   if (!impl_->opts.leases || impl_->watch) return;
   impl_->watch = std::make_unique<LeaseWatch>(
       impl_->mds.get(), [this, fn = std::move(fn)](const Invalidation& i) {
+        if (i.lock_recall) return impl_->striper->RecallCached(i.ino);
         DropAppendToken(i.ino);
         fn(i);
       });
+  // Recalls reach the Striper now: mirrored writes may keep their lock.
+  impl_->striper->EnableCachedLocks();
 }
 
 void Client::DropAppendToken(uint64_t ino) {
@@ -1119,6 +1140,39 @@ Status Client::QosRemove(const Cred& c, std::string_view name) {
 }
 
 Result<LayoutSpec> Client::ResyncMirrors(const Cred& c, uint64_t ino) {
+  // The whole file's mirror-range lock, as the MDS's resyncer takes it: it
+  // recalls a lock another mount kept past its close (docs/redundancy.md
+  // "Cached locks"), so that mount learns the healed copies from its next
+  // grant instead of writing past them.
+  LockArgs whole;
+  whole.ino = ino;
+  whole.owner = kResyncLockOwner;
+  whole.ec_rows = true;
+  whole.lock.type = F_WRLCK;
+  whole.lock.start = 0;
+  whole.lock.end = UINT64_MAX;
+  whole.wait = true;
+  bool locked = false;
+  for (;;) {
+    Result<LockSpec> r = impl_->mds->Lock(whole, std::chrono::milliseconds(5000));
+    if (r.ok()) {
+      locked = true;
+      break;
+    }
+    if (r.status().code() == ENOLCK) break;  // an MDS without locks: no lock kept either
+    if (r.status().code() != EINPROGRESS) return r.status();
+  }
+  Result<LayoutSpec> out = ResyncMirrorsLocked(c, ino);
+  if (locked) {
+    whole.lock.type = F_UNLCK;
+    whole.wait = false;
+    Result<LockSpec> un = impl_->mds->Lock(whole, std::chrono::milliseconds(5000));
+    if (!un.ok()) LOG_WARN("inode " << ino << ": releasing the resync's lock: " << un.status().ToString());
+  }
+  return out;
+}
+
+Result<LayoutSpec> Client::ResyncMirrorsLocked(const Cred& c, uint64_t ino) {
   // Taken before the copy: the MDS marks the copies ok only if nothing wrote
   // the file meanwhile (a write the copy missed would be lost).
   SFS_ASSIGN_OR_RETURN(Attr before, impl_->mds->GetAttr(c, ino));

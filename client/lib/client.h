@@ -264,6 +264,7 @@ struct Invalidation {
   uint64_t ino = 0;
   uint64_t parent = 0;
   std::string name;
+  bool lock_recall = false;  // not a lease: libsfs gives back a cached lock (Striper)
 };
 using InvalidationFn = std::function<void(const Invalidation&)>;
 
@@ -276,6 +277,7 @@ struct LockSpec {
   uint64_t end = UINT64_MAX;
   uint32_t pid = 0;
   uint64_t copy_gen = 0;  // libsfs's own range locks: the file's copy states at the grant
+  bool cached = false;    // ... and whether it is kept until recalled (LockResp.cached)
 };
 
 // The client cache's counters (Client::CacheStatus; docs/cache.md).
@@ -519,7 +521,8 @@ class Client {
   Result<LayoutSpec> Migrate(const Cred& c, uint64_t ino, const LayoutSpec& spec);
   // Resyncs a mirrored file's stale copies from good ones (space_ops.h
   // ResyncCopies) and has the MDS mark them ok; the layout after. Owner or
-  // root. EINVAL if the file is not mirrored.
+  // root. EINVAL if the file is not mirrored. Under the file's whole
+  // mirror-range lock (writers of every mount wait meanwhile).
   Result<LayoutSpec> ResyncMirrors(const Cred& c, uint64_t ino);
   // Declares an OST lost (root; rebuild_ops.cc): the MDS rebuilds what it
   // held elsewhere. The number of files with an object there. ENOENT: unknown.
@@ -562,6 +565,9 @@ class Client {
   class Impl;
 
  private:
+  // The lock owner of ResyncMirrors' whole-file lock ("RESYNC").
+  static constexpr uint64_t kResyncLockOwner = 0x524553594E430001;
+  Result<LayoutSpec> ResyncMirrorsLocked(const Cred& c, uint64_t ino);
   explicit Client(std::unique_ptr<Impl> impl);
   // Raises f's size and marks it for the next size report (a write ended at end).
   // A write of [off, end) went out (or was queued); dense: it may keep the

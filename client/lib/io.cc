@@ -573,6 +573,7 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
   struct Held {
     const LayoutSpec* layout = nullptr;
     uint64_t owner = 0, start = UINT64_MAX, last = 0;
+    bool kept = false;  // under the file's cached lock
     Status status;
   };
   std::map<uint64_t, Held> held;  // ino -> its lock
@@ -588,7 +589,7 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
   }
   for (auto& [ino, h] : held) {
     h.owner = kMirrorOwnerBase | ++row_owners_;
-    h.status = LockClusterBytes(*h.layout, h.owner, h.start, h.last, true);
+    h.status = LockMirror(*h.layout, h.owner, h.start, h.last, &h.kept);
   }
   auto lock_of = [&](const BatchWrite& w) -> Held* {
     return mirrored(w) ? &held.at(w.layout->ino) : nullptr;
@@ -644,7 +645,7 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
   }
   for (auto& [ino, h] : held) {
     if (!h.status.ok()) continue;
-    Status un = LockClusterBytes(*h.layout, h.owner, h.start, h.last, false);
+    Status un = UnlockMirror(*h.layout, h.owner, h.start, h.last, h.kept);
     if (un.ok()) continue;
     for (size_t i = 0; i < writes.size(); ++i) {
       if (lock_of(writes[i]) == &h && writes[i].status.ok()) writes[i].status = un;
@@ -934,11 +935,135 @@ void Striper::Settle(const LayoutSpec& l, std::span<const Piece> copies,
 Status Striper::RunMirroredLocked(const LayoutSpec& l, std::vector<Piece>& pieces,
                                   uint64_t start, uint64_t last) {
   const uint64_t owner = kMirrorOwnerBase | ++row_owners_;
-  SFS_RETURN_IF_ERROR(LockClusterBytes(l, owner, start, last, true));
+  bool kept = false;
+  SFS_RETURN_IF_ERROR(LockMirror(l, owner, start, last, &kept));
   Status st = RunMirrored(l, pieces);
-  Status un = LockClusterBytes(l, owner, start, last, false);
+  Status un = UnlockMirror(l, owner, start, last, kept);
   SFS_RETURN_IF_ERROR(st);
   return un;
+}
+
+Status Striper::LockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
+                           bool* kept) {
+  *kept = false;
+  if (!cache_locks_.load(std::memory_order_relaxed) || !hooks_.cached_lock || l.ino == 0 ||
+      no_cluster_locks_) {
+    return LockClusterBytes(l, owner, start, last, true);
+  }
+  auto overlaps = [&](const Cached& c) {
+    for (const auto& [a, b] : c.users) {
+      if (a <= last && start <= b) return true;
+    }
+    return false;
+  };
+  {
+    std::unique_lock<std::mutex> lock(cached_mu_);
+    for (;;) {
+      auto it = cached_.find(l.ino);
+      if (it == cached_.end()) break;
+      Cached& c = it->second;
+      if (c.held && !c.recalled && !overlaps(c)) {
+        c.users.emplace_back(start, last);
+        *kept = true;
+        return Status::Ok();
+      }
+      cached_cv_.wait(lock);  // asked for, released, or a write of ours over the range
+    }
+    cached_[l.ino] = Cached{};  // asked for by this call
+  }
+  Result<MirrorHooks::Grant> g = hooks_.cached_lock(l.ino, owner, start, last);
+  if (g.ok()) NoteCopyGen(l, g->copy_gen);
+  {
+    std::lock_guard<std::mutex> lock(cached_mu_);
+    Cached& c = cached_[l.ino];
+    if (g.ok() && g->cached) {
+      c.held = true;
+      c.owner = owner;
+      c.users.emplace_back(start, last);  // recalled meanwhile: released by UnlockMirror
+      *kept = true;
+      return Status::Ok();
+    }
+    cached_.erase(l.ino);
+  }
+  cached_cv_.notify_all();
+  if (g.ok()) return Status::Ok();  // the range's alone (a contended file): unlocked as such
+  // ENOLCK, or a failure: the plain lock's own handling and messages.
+  return LockClusterBytes(l, owner, start, last, true);
+}
+
+Status Striper::UnlockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
+                             bool kept) {
+  if (!kept) return LockClusterBytes(l, owner, start, last, false);
+  uint64_t release = 0;
+  {
+    std::lock_guard<std::mutex> lock(cached_mu_);
+    auto it = cached_.find(l.ino);
+    if (it == cached_.end()) return Status::Ok();  // forgotten (an MDS restart)
+    Cached& c = it->second;
+    auto u = std::find(c.users.begin(), c.users.end(), std::make_pair(start, last));
+    if (u != c.users.end()) c.users.erase(u);
+    if (c.users.empty() && c.recalled && !c.releasing) {
+      c.releasing = true;
+      release = c.owner;
+    }
+  }
+  cached_cv_.notify_all();
+  if (release != 0) ReleaseCached(l.ino, release);
+  return Status::Ok();
+}
+
+void Striper::ReleaseCached(uint64_t ino, uint64_t owner) {
+  Result<uint64_t> un = hooks_.row_lock(ino, owner, 0, UINT64_MAX, false);
+  if (!un.ok()) {
+    LOG_WARN("inode " << ino << ": giving back the cached mirror-range lock: "
+                      << un.status().ToString());
+  }
+  {
+    std::lock_guard<std::mutex> lock(cached_mu_);
+    auto it = cached_.find(ino);
+    if (it != cached_.end() && it->second.owner == owner && it->second.releasing) cached_.erase(it);
+  }
+  cached_cv_.notify_all();
+}
+
+void Striper::RecallCached(uint64_t ino) {
+  uint64_t release = 0;
+  {
+    std::lock_guard<std::mutex> lock(cached_mu_);
+    auto it = cached_.find(ino);
+    if (it == cached_.end()) return;
+    Cached& c = it->second;
+    c.recalled = true;  // asked for now: the grant's own user releases it
+    if (!c.held || !c.users.empty() || c.releasing) return;
+    c.releasing = true;
+    release = c.owner;
+  }
+  ReleaseCached(ino, release);
+}
+
+void Striper::ForgetCachedLocks() {
+  {
+    std::lock_guard<std::mutex> lock(cached_mu_);
+    for (auto it = cached_.begin(); it != cached_.end();) {
+      Cached& c = it->second;
+      if (c.held && c.users.empty() && !c.releasing) {
+        it = cached_.erase(it);
+        continue;
+      }
+      // Held and in use: its last user unlocks (nothing, at the new MDS).
+      // Being asked for: the answer says.
+      if (c.held) c.recalled = true;
+      ++it;
+    }
+  }
+  cached_cv_.notify_all();
+}
+
+size_t Striper::CachedLockCount() {
+  std::lock_guard<std::mutex> lock(cached_mu_);
+  size_t n = 0;
+  for (const auto& [ino, c] : cached_) n += c.held ? 1 : 0;
+  return n;
 }
 
 Status Striper::RunMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {

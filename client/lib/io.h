@@ -132,6 +132,15 @@ struct MirrorHooks {
   std::function<Result<uint64_t>(uint64_t ino, uint64_t owner, uint64_t start, uint64_t end,
                                  bool lock)>
       row_lock;
+  // Mirrored files, with cached locks on (Striper::EnableCachedLocks): takes
+  // the mirror-range lock on [start, end] for owner asking that it be kept
+  // (LockReq.cache), waiting as long as it takes. Released with row_lock.
+  struct Grant {
+    uint64_t copy_gen = 0;
+    bool cached = false;  // the whole file's, kept until recalled
+  };
+  std::function<Result<Grant>(uint64_t ino, uint64_t owner, uint64_t start, uint64_t end)>
+      cached_lock;
 };
 
 class Striper {
@@ -188,6 +197,20 @@ class Striper {
   std::string AddressOf(uint32_t ost) const;
   // REQUIRES: called before any I/O.
   void SetMirrorHooks(MirrorHooks hooks) { hooks_ = std::move(hooks); }
+  // Cached mirror-range locks (mds/lock/lock_table.h "Cached locks"): from
+  // now on a mirrored mutation asks that its lock be kept; a lone writer
+  // then takes it once and writes without lock round trips until the MDS
+  // recalls it. REQUIRES: the MDS's recalls reach RecallCached (the client
+  // watches), and hooks with cached_lock.
+  void EnableCachedLocks() { cache_locks_ = true; }
+  // The MDS wants ino's cached lock back: released at once, or by the last
+  // mutation under it when it is done. Never waits for them.
+  void RecallCached(uint64_t ino);
+  // The MDS restarted: the cached locks it granted are gone there. The next
+  // mutation of each file asks again.
+  void ForgetCachedLocks();
+  // Cached locks held now (tests, metrics).
+  size_t CachedLockCount();
   // True iff object i of l is stale (by the latest word from the MDS).
   bool IsStale(const LayoutSpec& l, size_t i) const;
   // Takes the MDS's word on the states of l's objects; true iff one that was
@@ -260,6 +283,15 @@ class Striper {
   // one order.
   Status RunMirroredLocked(const LayoutSpec& l, std::vector<Piece>& pieces, uint64_t start,
                            uint64_t last);
+  // The lock a mirrored mutation of [start, last] runs under: this client's
+  // cached lock on the file if it keeps one or gets one (*kept = true), else
+  // the range's for owner (LockClusterBytes).
+  Status LockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
+                    bool* kept);
+  Status UnlockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
+                      bool kept);
+  // Gives back ino's cached lock owned by owner at the MDS.
+  void ReleaseCached(uint64_t ino, uint64_t owner);
   void NoteFailed(uint32_t ost);
   // p's copy was refused as not ok at the MDS (stale_copy): this client
   // reads it no more until a layout from the MDS says it is ok (Absorb);
@@ -296,6 +328,23 @@ class Striper {
   std::multimap<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>> rows_held_;
   std::atomic<uint64_t> row_owners_{0};       // owners of cluster row locks: one per write
   std::atomic<bool> no_cluster_locks_{false};  // the MDS answered ENOLCK
+  // Cached mirror-range locks, by inode. A file's lock is being asked for
+  // (held false: other mutations of the file wait) or held; a recalled one
+  // takes no new users and is released by its last.
+  struct Cached {
+    bool held = false;     // else being asked for
+    uint64_t owner = 0;
+    // The byte ranges [first, last] of this client's mutations under it
+    // now: overlapping ones wait for each other, as the MDS would have made
+    // them (every copy must get them in one order).
+    std::vector<std::pair<uint64_t, uint64_t>> users;
+    bool recalled = false;
+    bool releasing = false;
+  };
+  std::atomic<bool> cache_locks_{false};
+  std::mutex cached_mu_;
+  std::condition_variable cached_cv_;
+  std::map<uint64_t, Cached> cached_;  // GUARDED_BY(cached_mu_)
   // GUARDED_BY(mu_): ino -> (token that an OSS refused, the one that replaced it).
   std::map<uint64_t, std::pair<std::string, std::string>> renewed_;
 };

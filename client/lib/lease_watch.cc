@@ -61,7 +61,10 @@ void LeaseWatch::Loop() {
       // waits (without us, to break the cycle) for another client. Once an
       // inode's attributes are gone, a path through its stale name asks the
       // MDS and learns ESTALE, then looks the name up again.
-      for (const Invalidation& item : batch->items) handler_(Invalidation{item.ino, 0, {}});
+      // (A lock recall is an item of its own, passed on as it is.)
+      for (const Invalidation& item : batch->items) {
+        handler_(Invalidation{item.ino, 0, {}, item.lock_recall});
+      }
       for (const Invalidation& item : batch->items) {
         if (item.parent != 0) handler_(item);
       }

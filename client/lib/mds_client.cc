@@ -440,7 +440,7 @@ Result<MdsClient::WatchBatch> MdsClient::Watch(uint64_t ack_seq, std::chrono::mi
   WatchBatch b;
   b.seq = resp.watch().seq();
   for (const proto::Invalidation& i : resp.watch().items()) {
-    b.items.push_back(Invalidation{i.ino(), i.parent(), i.name()});
+    b.items.push_back(Invalidation{i.ino(), i.parent(), i.name(), i.lock_recall()});
   }
   return b;
 }
@@ -533,6 +533,7 @@ Result<LockSpec> MdsClient::Lock(const LockArgs& a, std::chrono::milliseconds wa
   l->set_test(a.test);
   l->set_cancel(a.cancel);
   l->set_ec_rows(a.ec_rows);
+  l->set_cache(a.cache);
   proto::MdsResponse resp;
   // A wait is held by the MDS: the deadline covers it, and the channel lets
   // other callers read replies meanwhile.
@@ -548,6 +549,7 @@ Result<LockSpec> MdsClient::Lock(const LockArgs& a, std::chrono::milliseconds wa
   out.end = resp.lock().end();
   out.pid = resp.lock().pid();
   out.copy_gen = resp.lock().copy_gen();
+  out.cached = resp.lock().cached();
   if (size_at_grant != nullptr && resp.lock().has_size()) *size_at_grant = resp.lock().size();
   return out;
 }

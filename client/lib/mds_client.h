@@ -88,6 +88,7 @@ struct LockArgs {
   bool test = false;
   bool cancel = false;
   bool ec_rows = false;  // libsfs's own lock over EC rows (LockReq.ec_rows)
+  bool cache = false;    // ec_rows: may be kept until recalled (LockReq.cache)
 };
 
 enum class PoolOp { kList, kCreate, kAdd, kRemove, kDestroy };

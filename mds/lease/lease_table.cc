@@ -43,6 +43,13 @@ uint64_t LeaseTable::Tick() {
   return tick_;
 }
 
+bool LeaseTable::WatchActive(uint64_t client) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto c = clients_.find(client);
+  return c != clients_.end() &&
+         (c->second.held || now_() - c->second.last_poll <= opts_.watch_active_ms);
+}
+
 uint32_t LeaseTable::Grant(uint64_t client, uint64_t ino, uint64_t since_tick) {
   if (opts_.lease_ms <= 0) return 0;
   std::lock_guard<std::mutex> l(mu_);

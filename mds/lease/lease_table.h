@@ -71,6 +71,7 @@ struct LeaseInval {
   uint64_t ino = 0;
   uint64_t parent = 0;
   std::string name;
+  bool lock_recall = false;  // not a lease: give back the cached lock on ino (Invalidation.lock_recall)
 };
 
 class LeaseTable {
@@ -91,6 +92,9 @@ class LeaseTable {
   // Records a lease on ino for client and returns its length in ms, or 0 if
   // the client has no active watch or ino was revoked after since_tick.
   uint32_t Grant(uint64_t client, uint64_t ino, uint64_t since_tick);
+  // Whether client has a watch now (a poll held, or answered lately), so
+  // that it would hear an item sent to it (cached locks, lock_table.h).
+  bool WatchActive(uint64_t client);
 
   // A client's long poll. Acks everything up to ack_seq, then calls done with
   // the client's unacked invalidations (at once if there are any, else when

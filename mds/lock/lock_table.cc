@@ -77,12 +77,36 @@ bool LockTable::WouldDeadlockLocked(LockOwner from, std::vector<LockOwner> block
   return false;
 }
 
+bool LockTable::MayWidenLocked(const Key& k, const Resource& res, const LockRequest& r) const {
+  if (!r.cache || r.flock || r.range.type != lock::kWrite || !res.waiters.empty()) return false;
+  for (const auto& [owner, ranges] : res.held) {
+    if (owner != r.owner) return false;
+  }
+  auto last = recalls_.find(k);
+  return last == recalls_.end() || clock_() - last->second >= opts_.cache_quiet_ms;
+}
+
+void LockTable::RecallLocked(const Key& k, Resource* res, const std::vector<LockOwner>& blockers,
+                             std::vector<std::function<void()>>* out) {
+  if (!res->cached || res->recalled || !cache_hooks_.recall) return;
+  if (std::find(blockers.begin(), blockers.end(), *res->cached) == blockers.end()) return;
+  res->recalled = true;
+  recalls_[k] = clock_();
+  out->push_back([recall = cache_hooks_.recall, ino = k.ino, holder = *res->cached] {
+    recall(ino, holder);
+  });
+}
+
 void LockTable::GrantLocked(Resource* res, const LockRequest& r) {
   std::vector<lock::Range>& mine = res->held[r.owner];
   lock::Apply(&mine, r.range);
   if (mine.empty()) {
     res->held.erase(r.owner);
     res->pids.erase(r.owner);
+    if (res->cached == r.owner) {
+      res->cached.reset();
+      res->recalled = false;
+    }
   } else {
     res->pids[r.owner] = r.pid;
   }
@@ -132,21 +156,33 @@ std::optional<LockHolder> LockTable::Test(const LockRequest& r) {
   return std::nullopt;
 }
 
-void LockTable::Set(const LockRequest& r, Done done) {
+void LockTable::Set(const LockRequest& asked, Done done) {
   Completions calls;
+  std::vector<std::function<void()>> recalls;
+  // Asked before mu_ is taken: the hook takes the lease table's lock.
+  const bool may_cache = asked.cache && cache_hooks_.may_cache &&
+                         cache_hooks_.may_cache(asked.owner.client);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!r.reclaim && r.range.type != lock::kUnlock && InGraceLocked()) {
-      grace_.emplace_back(r, std::move(done));  // answered when the grace period ends
+    if (!asked.reclaim && asked.range.type != lock::kUnlock && InGraceLocked()) {
+      grace_.emplace_back(asked, std::move(done));  // answered when the grace period ends
       cv_.notify_all();
       return;
     }
-    const Key k{r.ino, r.flock};
+    const Key k{asked.ino, asked.flock};
     Resource& res = res_[k];
+    LockRequest r = asked;
+    const bool widen = may_cache && MayWidenLocked(k, res, r);
+    if (widen) r.range = {0, lock::kLockEof, lock::kWrite};
     std::vector<LockOwner> blockers =
         r.range.type == lock::kUnlock ? std::vector<LockOwner>{} : ConflictsLocked(res, r);
+    RecallLocked(k, &res, blockers, &recalls);
     if (blockers.empty()) {
       GrantLocked(&res, r);
+      if (widen) {
+        res.cached = r.owner;
+        res.recalled = false;
+      }
       calls.emplace_back(std::move(done), Status::Ok());
       if (r.range.type == lock::kUnlock || r.range.type == lock::kRead) WakeLocked(k, &calls);
     } else if (!r.wait) {
@@ -160,10 +196,42 @@ void LockTable::Set(const LockRequest& r, Done done) {
       res.waiters.push_back({r, std::move(done), clock_() + std::max<int64_t>(r.wait_ms, 1)});
       seen_.emplace(r.owner.client, clock_());
       tracked_.store(seen_.size(), std::memory_order_relaxed);
-    tracked_.store(seen_.size(), std::memory_order_relaxed);
       cv_.notify_all();
     }
     EraseIfEmptyLocked(k);
+  }
+  for (auto& f : recalls) f();
+  Run(calls);
+}
+
+void LockTable::SetCacheHooks(CacheHooks hooks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_hooks_ = std::move(hooks);
+}
+
+bool LockTable::HoldsCached(uint64_t ino, LockOwner owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = res_.find(Key{ino, false});
+  return it != res_.end() && it->second.cached == owner;
+}
+
+void LockTable::DropCached(uint64_t client) {
+  Completions calls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Key> touched;
+    for (auto& [key, res] : res_) {
+      if (!res.cached || res.cached->client != client) continue;
+      res.held.erase(*res.cached);
+      res.pids.erase(*res.cached);
+      res.cached.reset();
+      res.recalled = false;
+      touched.push_back(key);
+    }
+    for (const Key& k : touched) {
+      WakeLocked(k, &calls);
+      EraseIfEmptyLocked(k);
+    }
   }
   Run(calls);
 }
@@ -209,6 +277,10 @@ void LockTable::DropClient(uint64_t client) {
     std::vector<Key> touched;
     for (auto& [key, res] : res_) {
       bool changed = false;
+      if (res.cached && res.cached->client == client) {
+        res.cached.reset();
+        res.recalled = false;
+      }
       for (auto h = res.held.begin(); h != res.held.end();) {
         if (h->first.client == client) {
           res.pids.erase(h->first);
@@ -256,6 +328,7 @@ void LockTable::Housekeep() {
       if (now - seen > opts_.client_timeout_ms) expired.push_back(client);
     }
     if (!InGraceLocked()) after_grace.swap(grace_);
+    std::erase_if(recalls_, [&](const auto& e) { return now - e.second >= opts_.cache_quiet_ms; });
   }
   Run(calls);
   for (uint64_t c : expired) DropClient(c);

@@ -22,6 +22,19 @@
 // granted; other requests wait for the grace period to end, so a lock held
 // before the restart is never given to someone else.
 //
+// Cached locks (libsfs's mirror-range locks, LockRequest.cache): a write
+// lock asked with cache set is widened to the whole file when nobody else
+// holds or waits on any of it, the client may keep one (may_cache: it has a
+// watch to hear a recall on) and no cached lock of the file was recalled in
+// the last cache_quiet_ms (contended files get the ranges asked for, as
+// Lustre stops widening extent locks under contention). The client keeps it
+// across its writes, so a lone writer's small writes cost no lock round
+// trip. A request of another owner that conflicts with it calls recall once
+// (the MDS sends the holder Invalidation.lock_recall) and waits as for any
+// lock; the holder unlocks once its writes under it are done. A holder that
+// never answers keeps it until it expires as a client (client_timeout_ms),
+// as for any lock.
+//
 // Thread-safe. Completions run without the lock held, on the caller's
 // thread or the table's timer thread; they must not block.
 #pragma once
@@ -63,6 +76,7 @@ struct LockRequest {
   bool wait = false;    // F_SETLKW / flock without LOCK_NB
   bool reclaim = false; // re-asserted after an MDS restart
   int64_t wait_ms = 10000;
+  bool cache = false;   // a write lock the client would keep (see "Cached locks")
 };
 
 // A lock someone holds (F_GETLK's answer).
@@ -78,6 +92,15 @@ struct LockOptions {
   // Called once, before the first lock is granted (sfs-mds records that a
   // restart must give clients a grace period to reclaim).
   std::function<void()> on_first_grant;
+  int64_t cache_quiet_ms = 2000;  // no widened grant this long after a recall of the file's
+};
+
+// Cached locks' links to the clients (sfs-mds: the LeaseTable's watches).
+struct CacheHooks {
+  std::function<bool(uint64_t client)> may_cache;  // it would hear a recall
+  // Asks holder to give back its cached lock on key (the inode number with
+  // its space bit, kEcRowSpace). Runs without the table's lock; must not block.
+  std::function<void(uint64_t key, LockOwner holder)> recall;
 };
 
 class LockTable {
@@ -97,6 +120,12 @@ class LockTable {
   // Ends owner's wait on ino (if any) with EINTR.
   void Cancel(uint64_t ino, bool flock, LockOwner owner);
   void Touch(uint64_t client);
+  // Before the first Set; cached locks are never granted without it.
+  void SetCacheHooks(CacheHooks hooks);
+  // Whether owner holds ino's cached (widened) lock.
+  bool HoldsCached(uint64_t ino, LockOwner owner);
+  // Drops client's cached locks (it stopped watching: an unmount).
+  void DropCached(uint64_t client);
   // Drops every lock and wait of client (its waits end with EIO).
   void DropClient(uint64_t client);
   // Expires silent clients, waits past their wait_ms and the grace period;
@@ -121,6 +150,8 @@ class LockTable {
     std::map<LockOwner, std::vector<lock::Range>> held;
     std::list<Waiter> waiters;
     std::map<LockOwner, uint32_t> pids;
+    std::optional<LockOwner> cached;  // holds the widened lock
+    bool recalled = false;            // recall already asked of it
   };
   using Completions = std::vector<std::pair<Done, Status>>;
 
@@ -134,6 +165,12 @@ class LockTable {
   void WakeLocked(const Key& k, Completions* out);
   void EraseIfEmptyLocked(const Key& k);
   bool InGraceLocked() const;
+  // The widened whole-file range, if r may have it. REQUIRES: mu_ held.
+  bool MayWidenLocked(const Key& k, const Resource& res, const LockRequest& r) const;
+  // Drops blockers' cached lock: the recall to send, if not sent yet.
+  // REQUIRES: mu_ held.
+  void RecallLocked(const Key& k, Resource* res, const std::vector<LockOwner>& blockers,
+                    std::vector<std::function<void()>>* out);
   void TimerLoop();
 
   const LockOptions opts_;
@@ -146,6 +183,8 @@ class LockTable {
   std::unordered_map<uint64_t, int64_t> seen_;     // GUARDED_BY(mu_): clients with locks/waits
   std::atomic<size_t> tracked_{0};                 // seen_.size(), read without mu_ by Touch
   bool granted_any_ = false;                       // GUARDED_BY(mu_)
+  CacheHooks cache_hooks_;                         // set before use
+  std::map<Key, int64_t> recalls_;                 // GUARDED_BY(mu_): last recall per file
   bool stop_ = false;                              // GUARDED_BY(mu_)
   std::thread timer_;
 };

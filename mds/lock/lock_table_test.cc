@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <optional>
+#include <vector>
 
 namespace sfs::mds {
 namespace {
@@ -154,6 +155,95 @@ TEST(LockTableTest, FirstGrantIsAnnouncedOnce) {
   t.Set(Req(1, 10, kRead), a.fn());
   t.Set(Req(2, 20, kRead), b.fn());
   EXPECT_EQ(calls, 1);
+}
+
+// Cached locks: the hooks as sfs-mds wires them to the watches, recorded.
+struct Recalls {
+  std::vector<std::pair<uint64_t, LockOwner>> sent;
+  bool watching = true;
+  CacheHooks hooks() {
+    return {.may_cache = [this](uint64_t) { return watching; },
+            .recall = [this](uint64_t key, LockOwner h) { sent.emplace_back(key, h); }};
+  }
+};
+
+LockRequest Cached(uint64_t client, uint64_t owner, uint64_t start, uint64_t end,
+                   bool wait = false) {
+  LockRequest r = Req(client, owner, kWrite, start, end, wait);
+  r.cache = true;
+  return r;
+}
+
+TEST(LockTableTest, ALoneCachedLockIsWidenedAndRecalledOnceByAConflict) {
+  FakeClock clock;
+  LockTable t({}, clock.fn());
+  Recalls rec;
+  t.SetCacheHooks(rec.hooks());
+  Outcome a, b, again, unlock;
+  t.Set(Cached(1, 10, 100, 199), a.fn());
+  EXPECT_EQ(a.code, 0);
+  EXPECT_TRUE(t.HoldsCached(7, {1, 10}));
+  // Widened: a range far from the one asked for conflicts.
+  ASSERT_TRUE(t.Test(Req(2, 20, kWrite, 5000, 5000)).has_value());
+  t.Set(Cached(2, 20, 5000, 5000, /*wait=*/true), b.fn());
+  EXPECT_EQ(b.code, -1);
+  ASSERT_EQ(rec.sent.size(), 1u);
+  EXPECT_EQ(rec.sent[0].first, 7u);
+  EXPECT_EQ(rec.sent[0].second, (LockOwner{1, 10}));
+  t.Set(Cached(2, 20, 5000, 5000, /*wait=*/true), again.fn());  // a re-sent wait
+  EXPECT_EQ(rec.sent.size(), 1u) << "one recall per cached lock";
+  t.Set(Req(1, 10, kUnlock), unlock.fn());  // the holder gives it back
+  EXPECT_EQ(again.code, 0);
+  EXPECT_FALSE(t.HoldsCached(7, {1, 10}));
+  // Contended now: the waiter got its range alone, not the whole file.
+  EXPECT_FALSE(t.HoldsCached(7, {2, 20}));
+  EXPECT_FALSE(t.Test(Req(1, 11, kWrite, 0, 4999)).has_value());
+}
+
+TEST(LockTableTest, NoCachedLockWithoutAWatchOrSoonAfterARecall) {
+  FakeClock clock;
+  LockOptions o;
+  o.cache_quiet_ms = 2000;
+  LockTable t(o, clock.fn());
+  Recalls rec;
+  rec.watching = false;
+  t.SetCacheHooks(rec.hooks());
+  Outcome a, b, c, d, u;
+  t.Set(Cached(1, 10, 0, 9), a.fn());
+  EXPECT_EQ(a.code, 0);
+  EXPECT_FALSE(t.HoldsCached(7, {1, 10})) << "a client that hears no recall";
+  t.Set(Req(1, 10, kUnlock), u.fn());
+  rec.watching = true;
+  t.Set(Cached(1, 10, 0, 9), b.fn());
+  EXPECT_TRUE(t.HoldsCached(7, {1, 10}));
+  t.Set(Req(2, 20, kWrite, 50, 59), c.fn());  // no wait: EAGAIN, and a recall
+  EXPECT_EQ(c.code, EAGAIN);
+  EXPECT_EQ(rec.sent.size(), 1u);
+  t.Set(Req(1, 10, kUnlock), u.fn());
+  t.Set(Cached(2, 20, 50, 59), d.fn());
+  EXPECT_EQ(d.code, 0);
+  EXPECT_FALSE(t.HoldsCached(7, {2, 20})) << "widened within the quiet time after a recall";
+  t.Set(Req(2, 20, kUnlock), u.fn());
+  clock.now += 2001;
+  Outcome e;
+  t.Set(Cached(2, 20, 50, 59), e.fn());
+  EXPECT_TRUE(t.HoldsCached(7, {2, 20}));
+}
+
+TEST(LockTableTest, DropCachedFreesTheFileForItsWaiters) {
+  LockTable t({});
+  Recalls rec;
+  t.SetCacheHooks(rec.hooks());
+  Outcome a, b, fcntl_lock;
+  t.Set(Cached(1, 10, 0, 9), a.fn());
+  LockRequest other_space = Req(1, 30, kWrite);
+  other_space.ino = 8;
+  t.Set(other_space, fcntl_lock.fn());  // an ordinary lock of the same client stays
+  t.Set(Cached(2, 20, 0, 9, /*wait=*/true), b.fn());
+  EXPECT_EQ(b.code, -1);
+  t.DropCached(1);  // client 1 unmounted
+  EXPECT_EQ(b.code, 0);
+  EXPECT_EQ(t.LockCount(), 2u);
 }
 
 }  // namespace

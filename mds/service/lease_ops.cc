@@ -252,11 +252,13 @@ void MdsService::Watch(const MdsRequest& r, rpc::ReplyFn done) {
       out->set_ino(i.ino);
       out->set_parent(i.parent);
       out->set_name(std::move(i.name));
+      out->set_lock_recall(i.lock_recall);
     }
     ReplyLater(resp, done);
   };
   if (r.watch().leaving()) {  // an unmount: nobody need wait on this client's leases
     leases_->Leave(r.client_id());
+    if (locks_ != nullptr) locks_->DropCached(r.client_id());  // it hears no recall now
     reply({}, 0);
     return;
   }

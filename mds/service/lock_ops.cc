@@ -29,6 +29,7 @@ LockRequest RequestOf(const MdsRequest& r) {
   q.wait = l.wait();
   q.reclaim = l.reclaim();
   q.wait_ms = l.wait_ms() == 0 ? kMaxWaitMs : std::min(l.wait_ms(), kMaxWaitMs);
+  q.cache = l.cache() && l.ec_rows();
   return q;
 }
 
@@ -50,7 +51,7 @@ void MdsService::Lock(const MdsRequest& r, rpc::ReplyFn done) {
   const uint64_t epoch = ns_->boot_epoch();
   auto reply = [done = std::move(done), epoch](const Status& st, const LockHolder* h,
                                               std::optional<uint64_t> size = std::nullopt,
-                                              uint64_t copy_gen = 0) {
+                                              uint64_t copy_gen = 0, bool cached = false) {
     MdsResponse resp;
     resp.mutable_status()->set_code(st.code());
     resp.mutable_status()->set_message(st.message());
@@ -63,6 +64,7 @@ void MdsService::Lock(const MdsRequest& r, rpc::ReplyFn done) {
       out->set_has_size(true);
     }
     out->set_copy_gen(copy_gen);
+    out->set_cached(cached);
     if (h != nullptr) {
       out->set_start(h->range.start);
       out->set_end(h->range.end);
@@ -93,15 +95,18 @@ void MdsService::Lock(const MdsRequest& r, rpc::ReplyFn done) {
   // waiter's grant comes after the previous holder reported its writes).
   const bool grant = q.range.type != lock::kUnlock;
   // A mirror-range grant also says which copy states the file has now.
-  locks_->Set(q, [reply = std::move(reply), ns = ns_, ino = l.ino(), grant,
-                  rows = l.ec_rows()](Status st) {
+  // A cached grant says so (the client keeps it until recalled).
+  locks_->Set(q, [reply = std::move(reply), ns = ns_, locks = locks_, ino = l.ino(), grant,
+                  rows = l.ec_rows(), key = q.ino, owner = q.owner, cache = q.cache](Status st) {
     std::optional<uint64_t> size;
     uint64_t gen = 0;
+    bool cached = false;
     if (st.ok() && grant) {
       if (auto a = ns->GetAttr(ino); a.ok()) size = a->size();
       if (rows) gen = ns->CopyGen(ino);
+      cached = cache && locks->HoldsCached(key, owner);
     }
-    reply(st, nullptr, size, gen);
+    reply(st, nullptr, size, gen, cached);
   });
 }
 

@@ -374,6 +374,15 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
     (void)HoldWholeFile(ino, false);
     return all;
   }
+  // Closed, but a client may keep a cached mirror-range lock (lock_table.h):
+  // taking the lock recalls it, so the client learns the new copy states
+  // from its next grant before it writes again.
+  if (locks_ != nullptr && got.layout().ec_data() == 0) {
+    if (!HoldWholeFile(ino, true)) return false;
+    bool all = ResyncHeld(ino);
+    (void)HoldWholeFile(ino, false);
+    return all;
+  }
   return ResyncHeld(ino);
 }
 
