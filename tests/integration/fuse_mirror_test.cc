@@ -320,6 +320,9 @@ TEST_F(FuseMirrorTest, AStaleCopyMarkedBeforeAnMdsRestartIsResyncedAfterIt) {
   EXPECT_TRUE(SameBytes(ReadBack(path, data.size()), data)) << "read from the resynced copy alone";
 }
 
+// `sfs mirror resync` does not mark a copy ok under a writer. The MDS's own
+// resyncer may (under the file's range lock, docs/redundancy.md "Under
+// writers") and may get there first: then the copy is already ok.
 TEST_F(FuseMirrorTest, ResyncIsRefusedWhileAWriterHasTheFileOpen) {
   ASSERT_EQ(mkdir((mnt_ + "/d").c_str(), 0755), 0);
   ASSERT_EQ(Sfs({"setstripe", "-N", "2", "-c", "1", mnt_ + "/d"}).exit, 0);
@@ -338,9 +341,12 @@ TEST_F(FuseMirrorTest, ResyncIsRefusedWhileAWriterHasTheFileOpen) {
   ASSERT_TRUE(cluster().RestartOss(a).ok());
   ASSERT_TRUE(cluster().WaitForOstsUp(3).ok());
   SfsRun busy = Sfs({"mirror", "resync", "-v", path});
-  EXPECT_EQ(busy.exit, 1) << busy.out;
-  EXPECT_NE(busy.out.find("open for write"), std::string::npos) << busy.out;
-  EXPECT_TRUE(LayoutOf("/d/f").objects[1].stale) << "marked ok under a writer";
+  if (busy.exit == 0) {  // the background resync healed it first: nothing was stale
+    EXPECT_NE(busy.out.find("0 stale copies resynced"), std::string::npos) << busy.out;
+  } else {
+    EXPECT_EQ(busy.exit, 1) << busy.out;
+    EXPECT_NE(busy.out.find("open for write"), std::string::npos) << busy.out;
+  }
   ASSERT_EQ(close(fd), 0);
   SfsRun r;
   EXPECT_TRUE(PollUntil([&] { return (r = Sfs({"mirror", "resync", path})).exit == 0; },
