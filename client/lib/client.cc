@@ -1162,7 +1162,7 @@ Result<LayoutSpec> Client::ResyncMirrors(const Cred& c, uint64_t ino) {
     if (r.status().code() == ENOLCK) break;  // an MDS without locks: no lock kept either
     if (r.status().code() != EINPROGRESS) return r.status();
   }
-  Result<LayoutSpec> out = ResyncMirrorsLocked(c, ino);
+  Result<LayoutSpec> out = ResyncMirrorsLocked(c, ino, locked);
   if (locked) {
     whole.lock.type = F_UNLCK;
     whole.wait = false;
@@ -1172,16 +1172,18 @@ Result<LayoutSpec> Client::ResyncMirrors(const Cred& c, uint64_t ino) {
   return out;
 }
 
-Result<LayoutSpec> Client::ResyncMirrorsLocked(const Cred& c, uint64_t ino) {
-  // Taken before the copy: the MDS marks the copies ok only if nothing wrote
-  // the file meanwhile (a write the copy missed would be lost).
+Result<LayoutSpec> Client::ResyncMirrorsLocked(const Cred& c, uint64_t ino, bool locked) {
+  // Taken before the copy: without the lock, the MDS marks the copies ok
+  // only if nothing wrote the file meanwhile (a write the copy missed would
+  // be lost). Under it, writers wait, and learn the resynced copies from
+  // their next grant (LockResp.copy_gen), as with the MDS's resyncer.
   SFS_ASSIGN_OR_RETURN(Attr before, impl_->mds->GetAttr(c, ino));
   SFS_ASSIGN_OR_RETURN(LayoutSpec l, impl_->mds->GetLayout(c, ino));
   if (l.Copies() < 2) return Status(EINVAL, "file is not mirrored");
   std::vector<StripeObject> healed;
   Status st = ResyncCopies(*impl_->striper, l, &healed);
   if (!healed.empty()) {
-    SFS_ASSIGN_OR_RETURN(l, impl_->mds->MirrorState(c, ino, healed, false, &before));
+    SFS_ASSIGN_OR_RETURN(l, impl_->mds->MirrorState(c, ino, healed, false, locked ? nullptr : &before));
     impl_->striper->Absorb(l);
   }
   if (!st.ok()) return st;

@@ -522,7 +522,9 @@ class Client {
   // Resyncs a mirrored file's stale copies from good ones (space_ops.h
   // ResyncCopies) and has the MDS mark them ok; the layout after. Owner or
   // root. EINVAL if the file is not mirrored. Under the file's whole
-  // mirror-range lock (writers of every mount wait meanwhile).
+  // mirror-range lock (writers of every mount wait meanwhile), so also while
+  // a writer keeps the file open; with an MDS without locks, EBUSY if the
+  // file is open for write or written during the copy.
   Result<LayoutSpec> ResyncMirrors(const Cred& c, uint64_t ino);
   // Declares an OST lost (root; rebuild_ops.cc): the MDS rebuilds what it
   // held elsewhere. The number of files with an object there. ENOENT: unknown.
@@ -567,7 +569,9 @@ class Client {
  private:
   // The lock owner of ResyncMirrors' whole-file lock ("RESYNC").
   static constexpr uint64_t kResyncLockOwner = 0x524553594E430001;
-  Result<LayoutSpec> ResyncMirrorsLocked(const Cred& c, uint64_t ino);
+  // locked: under the whole-file lock (no write can land meanwhile); else
+  // the MDS marks the copies ok only if the file stayed closed and unchanged.
+  Result<LayoutSpec> ResyncMirrorsLocked(const Cred& c, uint64_t ino, bool locked);
   explicit Client(std::unique_ptr<Impl> impl);
   // Raises f's size and marks it for the next size report (a write ended at end).
   // A write of [off, end) went out (or was queued); dense: it may keep the

@@ -1139,6 +1139,13 @@ Status Striper::ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
   };
   const auto quick = std::min<std::chrono::milliseconds>(kFailoverAfter, timeout_ / copies);
   bool refreshed = false;
+  // Copies of piece k whose OSS refused them as stale (the fence), and those
+  // of them the MDS has ok since: resynced, their OSS lifts the fence at its
+  // next heartbeat at the latest (docs/redundancy.md "Fences"). They are
+  // asked again after a pause, until the RPC timeout, not given up.
+  std::vector<uint32_t> fenced(pieces.size(), 0), lagging(pieces.size(), 0);
+  const Clock::time_point deadline = Clock::now() + timeout_;
+  auto pause = std::chrono::milliseconds(50);
   while (!pending.empty()) {
     // Copies still to try after this one: wait `quick`, not the whole timeout.
     std::vector<Piece> round;
@@ -1148,11 +1155,17 @@ Status Striper::ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
       round.back().fail_fast = left(k) > 0;
     }
     (void)Run(round);
-    std::vector<size_t> next, stuck;
+    std::vector<size_t> next, stuck, again;
     for (size_t j = 0; j < pending.size(); ++j) {
       const size_t k = pending[j];
       pieces[k] = std::move(round[j]);
       if (!CopyFailed(pieces[k])) continue;
+      const uint32_t bit = 1u << pieces[k].copy;
+      if (pieces[k].stale_copy && (lagging[k] & bit) != 0) {
+        again.push_back(k);  // the MDS has it ok: the OSS's fence lags
+        continue;
+      }
+      if (pieces[k].stale_copy) fenced[k] |= bit;
       NoteCopyFailure(pieces[k]);
       LOG_WARN("OST " << pieces[k].ost << " object " << pieces[k].oid << ": "
                       << pieces[k].status.ToString() << "; reading another copy");
@@ -1163,7 +1176,28 @@ Status Striper::ReadMirrored(const LayoutSpec& l, std::vector<Piece>& pieces) {
       refreshed = true;
       if (Refresh(l)) {
         for (size_t k : stuck) {
+          for (uint32_t m = 0; m < copies; ++m) {
+            const uint32_t bit = 1u << m;
+            if ((fenced[k] & bit) == 0 || IsStale(l, size_t{m} * stripes + pieces[k].stripe)) continue;
+            lagging[k] |= bit;
+            tried[k] &= ~bit;
+          }
           if (choose(k)) next.push_back(k);
+        }
+      }
+    }
+    if (!again.empty()) {
+      if (Clock::now() + pause < deadline) {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(400));
+        for (size_t k : again) {
+          pieces[k].status = Status::Ok();
+          next.push_back(k);
+        }
+      } else {
+        for (size_t k : again) {
+          LOG_WARN("OST " << pieces[k].ost << " object " << pieces[k].oid
+                          << ": still fenced at its OSS though the MDS has it ok");
         }
       }
     }

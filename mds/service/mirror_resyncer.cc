@@ -422,22 +422,28 @@ bool MirrorResyncer::ResyncHeld(uint64_t ino) {
     return false;
   }
   // Their OSSes serve them from now on, not from their next heartbeat.
-  for (const proto::StripeObject& o : done.objects()) {
-    auto addr = osts_->UpAddress(o.ost());
-    if (!addr) continue;
-    proto::OssRequest lift;
-    lift.set_ost(o.ost());
-    lift.mutable_fence_lift()->add_osts(o.ost());
-    lift.mutable_fence_lift()->add_oids(o.oid());
-    proto::OssResponse reply;
-    Status ls = CallOss(*addr, lift, &reply);
-    if (!ls.ok()) LOG_DEBUG("lifting the fence of OST " << o.ost() << " object " << o.oid()
-                                                        << ": " << ls.ToString());
-  }
+  std::vector<std::pair<uint32_t, uint64_t>> marked;
+  for (const proto::StripeObject& o : done.objects()) marked.emplace_back(o.ost(), o.oid());
+  LiftFences(marked);
   copies_resynced_.fetch_add(done.objects_size(), std::memory_order_relaxed);
   LOG_INFO("resynced " << done.objects_size() << " stale object"
                        << (done.objects_size() == 1 ? "" : "s") << " of inode " << ino);
   return done.objects_size() + replaced == left;
+}
+
+void MirrorResyncer::LiftFences(const std::vector<std::pair<uint32_t, uint64_t>>& objects) {
+  for (const auto& [ost, oid] : objects) {
+    auto addr = osts_->UpAddress(ost);
+    if (!addr) continue;
+    proto::OssRequest lift;
+    lift.set_ost(ost);
+    lift.mutable_fence_lift()->add_osts(ost);
+    lift.mutable_fence_lift()->add_oids(oid);
+    proto::OssResponse reply;
+    Status ls = CallOss(*addr, lift, &reply);
+    if (!ls.ok()) LOG_DEBUG("lifting the fence of OST " << ost << " object " << oid << ": "
+                                                        << ls.ToString());
+  }
 }
 
 // Object i of l (not ok): rebuilt in place (stale, its OSS back) or onto a

@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/auth/capability.h"
@@ -90,6 +91,10 @@ class MirrorResyncer {
 
  private:
   void Loop();
+  // Tells each object's OSS (if up) that the copy, (OST, object id), was
+  // just marked ok, so it serves it now rather than from its next heartbeat
+  // (OssRequest.fence_lift).
+  void LiftFences(const std::vector<std::pair<uint32_t, uint64_t>>& objects);
   // Resyncs the stale copies of ino it can; true iff none is left stale.
   bool ResyncFile(uint64_t ino);
   // ResyncFile's work once it may copy: with no writer, or under the range lock.
