@@ -37,27 +37,8 @@ cleanup() {
 }
 trap 'cleanup; rm -rf "$WORK"' EXIT
 
-# wait_line FILE PREFIX: the first line of FILE starting with PREFIX (deadline 30 s).
-wait_line() {
-  local deadline=$((SECONDS + 30))
-  until grep -q "^$2" "$1" 2>/dev/null; do
-    [ $SECONDS -lt $deadline ] || { echo "no '$2' in $1" >&2; exit 1; }
-    sleep 0.05  # polls a condition, with a deadline
-  done
-  grep -m1 "^$2" "$1" | cut -d' ' -f2
-}
-
-# mount_fs DIR [OPTS]: sfs-mount in the background until DIR is a mount point.
-mount_fs() {
-  mkdir -p "$1"
-  "$BUILD/client/fuse/sfs-mount" "$MDS" "$1" -f -o "allow_other${2:+,$2}" \
-    >"$WORK/$(basename "$1").log" 2>&1 & pids+=($!)
-  local deadline=$((SECONDS + 30))
-  until mountpoint -q "$1"; do
-    [ $SECONDS -lt $deadline ] || { echo "mount $1 failed" >&2; cat "$WORK/$(basename "$1").log" >&2; exit 1; }
-    sleep 0.05  # polls a condition, with a deadline
-  done
-}
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
 
 # rules_on_osses N: until both OSSes have N rules in force (they come with heartbeats).
 rules_on_osses() {
