@@ -104,6 +104,9 @@ struct ConnectArgs {
   int io_threads = 2;
   std::string transport = "auto";
   uint64_t write_behind = 0;  // bytes; 0 = off
+  // The release of a handle that wrote nothing rides on a later MDS request
+  // (client::Options::close_delay), as sfs-mount's -o close_delay_ms=10.
+  double close_delay = 0.01;  // seconds; 0 = every close is its own round trip
   std::optional<uint32_t> uid, gid;
   // The client cache (docs/cache.md): off unless cache_ram or cache_dir.
   std::string cache_dir;

@@ -113,6 +113,8 @@ std::shared_ptr<Client> Client::Connect(const ConnectArgs& a) {
   o.io_threads = a.io_threads;
   o.transport = Check(client::ParseTransport(a.transport));
   o.write_behind_bytes = a.write_behind;
+  if (a.close_delay < 0 || a.close_delay > 10) throw py::value_error("close_delay must be 0..10 seconds");
+  o.close_delay = std::chrono::milliseconds(static_cast<int64_t>(a.close_delay * 1000));
   o.cache_dir = a.cache_dir;
   o.cache_size = a.cache_size;
   o.cache_ram = a.cache_ram;

@@ -521,6 +521,25 @@ class FileModesTest(unittest.TestCase):
         with FS.open(self.path) as f:
             self.assertEqual(f.read(), data)
 
+    def test_deferred_and_immediate_closes_read_the_same_and_bad_delays_are_refused(self):
+        data = pattern(3 * STRIPE + 5, 13)
+        with FS.open(self.path, "wb") as f:
+            f.write(data)
+        for delay in (0.01, 0):
+            with stripefs.connect(CLUSTER.address, close_delay=delay) as fs:
+                for _ in range(20):  # reads whose releases ride on the next open
+                    with fs.open(self.path) as f:
+                        self.assertEqual(f.read(), data)
+                # A deferred release does not keep the name: it goes at once.
+                fs.unlink(self.path)
+                with self.assertRaises(FileNotFoundError):
+                    fs.stat(self.path)
+            with FS.open(self.path, "wb") as f:
+                f.write(data)
+        for bad in (-1, 11):
+            with self.assertRaises(ValueError):
+                stripefs.connect(CLUSTER.address, close_delay=bad)
+
     def test_a_closed_client_refuses_calls_but_its_open_files_work(self):
         fs = stripefs.connect(CLUSTER.address)
         f = fs.open(self.path, "w+b")
