@@ -87,15 +87,17 @@ void QosQueue::Push(const std::string& cls, QosCost cost, Item item, double now)
   ++queued_;
 }
 
-std::optional<QosQueue::Item> QosQueue::Pop(double now, double* wake) {
+QosQueue::ClassState* QosQueue::Choose(double now, double* wake, std::string* name,
+                                       bool* reserved) {
   *wake = kInf;
   ClassState* best_res = nullptr;
   double best_res_tag = kInf;
   ClassState* best_fair = nullptr;
-  std::string res_name, fair_name;
-  for (auto& [name, s] : classes_) {
+  const std::string* res_name = nullptr;
+  const std::string* fair_name = nullptr;
+  for (auto& [n, s] : classes_) {
     if (s.q.empty()) continue;
-    const QosRule& r = RuleOf(name);
+    const QosRule& r = RuleOf(n);
     double at = EligibleAt(s, r);
     if (at > now) {
       *wake = std::min(*wake, at);
@@ -103,14 +105,49 @@ std::optional<QosQueue::Item> QosQueue::Pop(double now, double* wake) {
     }
     if (InReservation(s, r, now)) {
       double tag = std::max(s.r_tag + ReserveStep(r, s.q.front().cost), s.q.front().enqueued);
-      if (tag < best_res_tag) best_res = &s, best_res_tag = tag, res_name = name;
+      if (tag < best_res_tag) best_res = &s, best_res_tag = tag, res_name = &n;
     } else if (best_fair == nullptr || s.start < best_fair->start) {
-      best_fair = &s, fair_name = name;
+      best_fair = &s, fair_name = &n;
     }
   }
+  *reserved = best_res != nullptr;
   ClassState* s = best_res != nullptr ? best_res : best_fair;
+  if (s != nullptr) *name = *(best_res != nullptr ? res_name : fair_name);
+  return s;
+}
+
+std::optional<QosQueue::Item> QosQueue::Pop(double now, double* wake) {
+  std::string name;
+  bool reserved = false;
+  ClassState* s = Choose(now, wake, &name, &reserved);
   if (s == nullptr) return std::nullopt;
-  const std::string& name = best_res != nullptr ? res_name : fair_name;
+  return Dispatch(s, name, reserved, now);
+}
+
+bool QosQueue::TakeNow(const std::string& cls, QosCost cost, double now) {
+  auto it = classes_.find(cls);
+  const bool existed = it != classes_.end();
+  if (existed && !it->second.q.empty()) return false;  // its own go first
+  // As if pushed: chosen first, it is dispatched; else it comes off again.
+  Push(cls, cost, Item{}, now);
+  std::string name;
+  bool reserved = false;
+  double wake = 0;
+  ClassState* s = Choose(now, &wake, &name, &reserved);
+  if (s != nullptr && name == cls) {
+    (void)Dispatch(s, name, reserved, now);
+    return true;
+  }
+  ClassState& mine = classes_[cls];
+  mine.q.pop_back();
+  --queued_;
+  if (!existed) classes_.erase(cls);
+  return false;
+}
+
+QosQueue::Item QosQueue::Dispatch(ClassState* s, const std::string& name_ref, bool reserved,
+                                  double now) {
+  const std::string name = name_ref;  // the class may be erased below
   const QosRule& r = RuleOf(name);
   Queued head = std::move(s->q.front());
   s->q.pop_front();
@@ -125,7 +162,7 @@ std::optional<QosQueue::Item> QosQueue::Pop(double now, double* wake) {
   if (r.write_bps > 0 && c.write_bytes > 0) pay(&s->tat_write, kBurst, c.write_bytes, r.write_bps);
   if (r.iops > 0) pay(&s->tat_ops, std::max(kBurst, 1.0 / r.iops), 1, r.iops);
   if (HasReservation(r)) s->r_tag = std::max(s->r_tag + ReserveStep(r, c), head.enqueued);
-  if (best_res == nullptr) {
+  if (!reserved) {
     // Fair share: the virtual time moves to this start tag. A dispatch made
     // for the reservation leaves the class's fair-share tags alone (as mClock
     // does), so what is reserved comes on top of its weight's share.
@@ -160,6 +197,7 @@ std::vector<QosQueue::Item> QosQueue::TakeAll() {
 }
 
 QosScheduler::QosScheduler(int threads) {
+  slots_ = static_cast<size_t>(std::max(1, threads));
   for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Run(); });
 }
 
@@ -201,6 +239,19 @@ void QosScheduler::Submit(const std::string& cls, QosCost cost, std::function<vo
   fn();  // shutting down: no more scheduling
 }
 
+bool QosScheduler::RunNow(const std::string& cls, QosCost cost, const std::function<void()>& fn) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || running_ >= slots_ || !queue_.TakeNow(cls, cost, Now())) return false;
+    ++running_;
+  }
+  fn();
+  std::lock_guard lock(mu_);
+  --running_;
+  cv_.notify_one();  // an executor may wait for the slot
+  return true;
+}
+
 void QosScheduler::Run() {
   std::unique_lock lock(mu_);
   for (;;) {
@@ -211,14 +262,18 @@ void QosScheduler::Run() {
       return;
     }
     double wake = kInf;
-    std::optional<QosQueue::Item> item = queue_.Pop(Now(), &wake);
+    std::optional<QosQueue::Item> item;
+    if (running_ < slots_) item = queue_.Pop(Now(), &wake);
     if (item) {
+      ++running_;
       lock.unlock();
       (*item)();
       lock.lock();
+      --running_;
+      if (queue_.size() > 0) cv_.notify_one();  // one may wait for this slot
       continue;
     }
-    if (wake == kInf) {
+    if (running_ >= slots_ || wake == kInf) {
       cv_.wait(lock);
     } else {
       cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, wake - Now())));

@@ -97,6 +97,12 @@ class QosQueue {
   // The item to run now under the policy, or none; then *wake is when the
   // earliest queued one becomes eligible (+inf when nothing is queued).
   std::optional<Item> Pop(double now, double* wake);
+  // Whether a request of cls with this cost, arriving now, is the one Pop
+  // would dispatch at once: its class has nothing queued, its limits let it
+  // go, and no other eligible class comes first (by reservation tag or fair
+  // share start tag). If so it is charged and counted as dispatched, as Pop
+  // would, and the caller runs it itself; else nothing changes (Push it).
+  bool TakeNow(const std::string& cls, QosCost cost, double now);
   // Every queued item, in class order, regardless of limits (for shutdown).
   std::vector<Item> TakeAll();
   size_t size() const { return queued_; }
@@ -119,6 +125,11 @@ class QosQueue {
     double start = 0;       // start tag of the head (valid while q is not empty)
   };
   const QosRule& RuleOf(const std::string& cls) const;
+  // The class Pop would dispatch now (nullptr: none eligible; *wake then as
+  // Pop's); *reserved: for its reservation, not its fair share.
+  ClassState* Choose(double now, double* wake, std::string* name, bool* reserved);
+  // Takes the head of s (named name) off its queue, charges and counts it.
+  Item Dispatch(ClassState* s, const std::string& name, bool reserved, double now);
   // When the head of s may start under its limits.
   double EligibleAt(const ClassState& s, const QosRule& r) const;
   bool InReservation(const ClassState& s, const QosRule& r, double now) const;
@@ -146,6 +157,11 @@ class QosScheduler {
   bool Ruled(const std::string& job_id, const std::string& tenant) const;
   // Runs fn on an executor thread when the policy lets class cls go.
   void Submit(const std::string& cls, QosCost cost, std::function<void()> fn);
+  // Runs fn on the calling thread, now, iff an executor is free and the
+  // policy would dispatch it at once (QosQueue::TakeNow): what an idle
+  // executor would do, without the hand-off between threads. False: not
+  // run (Submit it).
+  bool RunNow(const std::string& cls, QosCost cost, const std::function<void()>& fn);
   // Runs everything still queued at once, ignoring limits, and joins the threads.
   void Stop();
   std::map<std::string, QosClassStats> stats() const;
@@ -159,6 +175,9 @@ class QosScheduler {
   QosQueue queue_;     // guarded by mu_
   QosRules rules_;     // guarded by mu_
   bool stopping_ = false;
+  // Requests running (on executors or by RunNow); at most slots_ at a time.
+  size_t running_ = 0;
+  size_t slots_ = 1;
   std::atomic<bool> enabled_{false};
   std::vector<std::thread> threads_;
 };

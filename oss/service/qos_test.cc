@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <string>
 
 namespace sfs::oss {
@@ -153,6 +155,34 @@ TEST(QosQueueTest, StatsCountDelaysPerRuledClassAndOthersTogether) {
   EXPECT_EQ(st.count("job:u1"), 0u);
 }
 
+TEST(QosQueueTest, TakeNowDispatchesOnlyWhatPopWouldDispatchAtOnce) {
+  QosQueue q;
+  q.SetRules({{"job:noisy", QosRule{.write_bps = 1 << 20}},
+              {"job:a", QosRule{.weight = 1}},
+              {"job:b", QosRule{.weight = 1}}});
+  std::map<std::string, int> n;
+  // Nothing queued: taken, charged and counted as Pop would.
+  EXPECT_TRUE(q.TakeNow("job:b", QosCost{.read_bytes = 4096}, 0));
+  EXPECT_EQ(q.stats().at("job:b").dispatched, 1u);
+  EXPECT_EQ(q.size(), 0u);
+  // A class its limit holds back (1 MiB at 1 MiB/s) does not stand in the way.
+  Fill(q, "job:noisy", 2, QosCost{.write_bytes = 1 << 20}, &n);
+  Simulate(q, 0.0, 0);
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_TRUE(q.TakeNow("job:b", {}, 0.001));
+  EXPECT_FALSE(q.TakeNow("job:noisy", {}, 0.001)) << "its own class has requests queued";
+  // b has had its share (its finish tag is ahead); a, queued now, starts
+  // earlier, so Pop would take a first: b is refused, and nothing changes.
+  Fill(q, "job:a", 1, {}, &n, 0.002);
+  EXPECT_FALSE(q.TakeNow("job:b", {}, 0.002));
+  EXPECT_EQ(q.stats().at("job:b").dispatched, 2u);
+  EXPECT_EQ(q.size(), 3u);
+  Simulate(q, 0.002, 0);
+  EXPECT_EQ(n["job:a"], 1);
+  EXPECT_EQ(n["job:noisy"], 0);
+  EXPECT_TRUE(q.TakeNow("job:b", {}, 0.003)) << "a is served: b is next";
+}
+
 TEST(QosClassOfTest, JobRuleThenTenantRuleThenTheJobItself) {
   QosRules rules{{"job:train", {}}, {"tenant:default", {}}};
   EXPECT_EQ(QosClassOf(rules, "train", "default"), "job:train");
@@ -183,6 +213,27 @@ TEST(QosSchedulerTest, RunsEverythingAndStopDrainsWhatALimitHeldBack) {
     s.Stop();  // the held-back slow ones run now, not after 8 s
   }
   EXPECT_EQ(ran.load(), 25);
+}
+
+TEST(QosSchedulerTest, RunNowRunsOnTheCallerOnlyWithAFreeSlot) {
+  QosScheduler s(1);
+  s.SetRules({{"job:a", QosRule{.weight = 2}}});
+  int here = 0;
+  EXPECT_TRUE(s.RunNow("job:a", {}, [&] { ++here; }));
+  EXPECT_EQ(here, 1);
+  // The one executor busy: RunNow declines, the request is Submitted.
+  std::mutex gate;
+  std::unique_lock hold(gate);
+  std::atomic<bool> started{false};
+  s.Submit("job:b", {}, [&] {
+    started = true;
+    std::lock_guard wait_for_test(gate);
+  });
+  while (!started.load()) std::this_thread::yield();
+  EXPECT_FALSE(s.RunNow("job:a", {}, [&] { ++here; }));
+  EXPECT_EQ(here, 1);
+  hold.unlock();
+  s.Stop();
 }
 
 TEST(QosSchedulerTest, NoRulesMeansDisabled) {
