@@ -106,23 +106,38 @@ bool WriteBehindQueue::NeedWakeLocked() {
 
 namespace {
 
-// The OST all of a write's stripe units go to, or -1 if they go to several
-// (a file of one stripe, or of several on one OST, has one for every write).
-int64_t SingleOst(const LayoutSpec& l, uint64_t off, uint64_t len) {
-  if (l.stripe_size == 0 || l.objects.empty() || len == 0 || l.Copies() > 1 || l.IsEc()) return -1;
-  const uint64_t n = l.objects.size();
+// Where all of a write's stripe units go, as one key: their OST for a plain
+// file; for a mirrored one, the OSTs of their copies (20 bits each, up to 3
+// copies, and the number of copies above them); -1 if they go to several (a file of one stripe, or of several on
+// the same OSTs, has one for every write), or the file is erasure-coded.
+// Writes with one key are sent as one batch (a write_v per OSS).
+int64_t TargetOf(const LayoutSpec& l, uint64_t off, uint64_t len) {
+  const uint32_t copies = l.Copies();
+  if (l.stripe_size == 0 || l.objects.empty() || len == 0 || l.IsEc() || copies > 3) return -1;
+  const uint64_t stripes = l.Stripes();
+  if (stripes == 0 || l.objects.size() != stripes * copies) return -1;
+  auto key_of = [&](uint64_t unit) -> int64_t {
+    const uint64_t s = unit % stripes;
+    int64_t key = int64_t{copies - 1} << 60;
+    for (uint32_t m = 0; m < copies; ++m) {
+      const uint32_t ost = l.objects[m * stripes + s].ost;
+      if (ost >= (1u << 20)) return -1;
+      key |= int64_t{ost} << (20 * m);
+    }
+    return key;
+  };
   const uint64_t first = off / l.stripe_size, last = (off + len - 1) / l.stripe_size;
-  const uint32_t ost = l.objects[first % n].ost;
-  for (uint64_t u = first + 1; u <= last && u < first + n; ++u) {
-    if (l.objects[u % n].ost != ost) return -1;
+  const int64_t key = key_of(first);
+  for (uint64_t u = first + 1; u <= last && u < first + stripes; ++u) {
+    if (key_of(u) != key) return -1;
   }
-  return ost;
+  return key;
 }
 
 }  // namespace
 
 int64_t WriteBehindQueue::OstOf(const Job& j) {
-  return SingleOst(j.files[0]->layout_, j.off, j.data.size());
+  return TargetOf(j.files[0]->layout_, j.off, j.data.size());
 }
 
 void WriteBehindQueue::TakeLocked(std::vector<std::unique_ptr<Job>>* batch) {

@@ -137,10 +137,12 @@ class WriteBehindQueue {
   // True iff a worker should be woken for what is queued now; if so, counts
   // the wake-up as owed to the queue. REQUIRES: mu_ held.
   bool NeedWakeLocked();
-  // The OST all of a job's bytes go to, or -1 if they go to several.
+  // The OST all of a job's bytes go to (for a mirrored file, the OSTs of
+  // their copies), as a key, or -1 if they go to several.
   static int64_t OstOf(const Job& j);
   // Moves the front job into batch, and after it up to kMaxBatch - 1 more
-  // queued jobs for the same OST (none if it spans OSTs). REQUIRES: mu_
+  // queued jobs for the same OST or copies' OSTs (none if it spans them;
+  // mirrored ones go under one range lock per file). REQUIRES: mu_
   // held; a job queued.
   void TakeLocked(std::vector<std::unique_ptr<Job>>* batch);
   // Records [off, end) as ino's latest write; true iff it lies within
