@@ -51,23 +51,30 @@ def run_threads(n_threads, work):
         raise errors[0]
 
 
+def read_whole(f, size):
+    """The first size bytes of file object f (readinto), as a bytearray."""
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = f.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    view.release()
+    del buf[got:]
+    return buf
+
+
 def binding_pass(fs, d, order, n_threads, crcs):
     total = [0] * n_threads
 
     def work(t):
         for i in order[t::n_threads]:
             with fs.open(d + "/" + name(i), "rb") as f:
-                buf = bytearray(f.size)
-                view = memoryview(buf)
-                got = 0
-                while got < len(buf):
-                    n = f.readinto(view[got:])
-                    if n == 0:
-                        break
-                    got += n
-            total[t] += got
-            crcs[i] = zlib.crc32(view[:got])
-            view.release()
+                buf = read_whole(f, f.size)
+            total[t] += len(buf)
+            crcs[i] = zlib.crc32(buf)
 
     t0 = time.perf_counter()
     run_threads(n_threads, work)
@@ -84,18 +91,9 @@ def mount_pass(mnt, order, n_threads, crcs):
     def work(t):
         for i in order[t::n_threads]:
             with open(mnt + "/" + name(i), "rb", buffering=0) as f:
-                size = os.fstat(f.fileno()).st_size
-                buf = bytearray(size)
-                view = memoryview(buf)
-                got = 0
-                while got < size:
-                    n = f.readinto(view[got:])
-                    if not n:
-                        break
-                    got += n
-            total[t] += got
-            crcs[i] = zlib.crc32(view[:got])
-            view.release()
+                buf = read_whole(f, os.fstat(f.fileno()).st_size)
+            total[t] += len(buf)
+            crcs[i] = zlib.crc32(buf)
 
     t0 = time.perf_counter()
     run_threads(n_threads, work)

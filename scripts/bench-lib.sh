@@ -1,4 +1,4 @@
-# Helpers shared by scripts/bench-qos.sh and scripts/bench-capcost.sh (local
+# Helpers shared by scripts/bench-qos.sh, bench-capcost.sh and bench-metrics.sh (local
 # clusters started by hand, each daemon's output under $WORK). Sourced, not run.
 # Expects from the caller: BUILD, WORK, MDS (for mount_fs) and a pids array.
 

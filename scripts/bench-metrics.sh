@@ -21,15 +21,8 @@ cleanup() {
 }
 trap 'cleanup; rm -rf "$WORK"' EXIT
 
-# wait_line FILE PREFIX: the first line of FILE starting with PREFIX (deadline 30 s).
-wait_line() {
-  local deadline=$((SECONDS + 30))
-  until grep -q "^$2" "$1" 2>/dev/null; do
-    [ $SECONDS -lt $deadline ] || { echo "no '$2' in $1" >&2; exit 1; }
-    sleep 0.05  # polls a condition, with a deadline
-  done
-  grep -m1 "^$2" "$1" | cut -d' ' -f2
-}
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"  # wait_line
 
 # CPU ticks (user + system) used so far by the daemons and the mount of this run.
 cpu_ticks() {
