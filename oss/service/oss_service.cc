@@ -519,7 +519,7 @@ bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
   rpc::Reply reply;
   if (qos_ != nullptr && qos_->enabled()) {
     QosWho who = WhoForQos(oreq);
-    if (qos_->Ruled(who.job, who.tenant)) {
+    if (std::optional<std::string> cls = qos_->RuledClass(who.job, who.tenant)) {
       // A ruled class's read runs here only if the scheduler would dispatch
       // it at once anyway (a free slot, nothing of its own or ahead of it
       // queued): a quiet tenant's small reads skip the hand-off to an
@@ -527,7 +527,7 @@ bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
       // noisy neighbour QoS holds back.
       QosCost cost;
       DataBytes(oreq, req, &cost.read_bytes, &cost.write_bytes);
-      if (!qos_->RunNow(qos_->ClassOf(who.job, who.tenant), cost,
+      if (!qos_->RunNow(*cls, cost,
                         [&] { HandleCounted(oreq, req, &reply); })) {
         return false;
       }

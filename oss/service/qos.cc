@@ -221,10 +221,12 @@ std::string QosScheduler::ClassOf(const std::string& job_id, const std::string& 
   return QosClassOf(rules_, job_id, tenant);
 }
 
-bool QosScheduler::Ruled(const std::string& job_id, const std::string& tenant) const {
+std::optional<std::string> QosScheduler::RuledClass(const std::string& job_id,
+                                                    const std::string& tenant) const {
   std::lock_guard lock(mu_);
   std::string cls = QosClassOf(rules_, job_id, tenant);
-  return cls == "resync" || rules_.count(cls) != 0;
+  if (cls != "resync" && rules_.count(cls) == 0) return std::nullopt;
+  return cls;
 }
 
 void QosScheduler::Submit(const std::string& cls, QosCost cost, std::function<void()> fn) {

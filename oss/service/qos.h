@@ -153,8 +153,8 @@ class QosScheduler {
   QosRules rules() const;
   // QosClassOf under the rules in force.
   std::string ClassOf(const std::string& job_id, const std::string& tenant) const;
-  // True iff that class has a rule of its own (or is resync).
-  bool Ruled(const std::string& job_id, const std::string& tenant) const;
+  // ClassOf, iff that class has a rule of its own (or is resync); else none.
+  std::optional<std::string> RuledClass(const std::string& job_id, const std::string& tenant) const;
   // Runs fn on an executor thread when the policy lets class cls go.
   void Submit(const std::string& cls, QosCost cost, std::function<void()> fn);
   // Runs fn on the calling thread, now, iff an executor is free and the
