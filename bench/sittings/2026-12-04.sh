@@ -8,6 +8,15 @@ set -uo pipefail
 R=$(cd "$(dirname "$0")/../.." && pwd); B=${BUILD_DIR:-$R/build}; OUT=${OUT:-/tmp/sfs-sitting}; mkdir -p $OUT
 BENCH=$B/tools/sfs-bench; SFS=$B/tools/sfs
 log() { echo "[$(date -u +%T) load $(cut -d' ' -f1 /proc/loadavg)] $*"; }
+IOR=${IOR:-/work/scratch/tools/bin/ior}
+# plain_and_mirror DIR: a fresh 4-OSS cluster under DIR mounted at DIR/mnt (sets M, MNT),
+# with MNT/plain striped -c 4 -S 1M and MNT/mirror the same with -N 2.
+plain_and_mirror() {
+  scripts/cluster.sh down --dir "$1" >/dev/null 2>&1; rm -rf "$1"
+  M=$(scripts/cluster.sh up --oss 4 --dir "$1" --mount "$1/mnt" 2>/dev/null | tail -1)
+  MNT=$1/mnt; mkdir -p $MNT/plain $MNT/mirror
+  $SFS setstripe -c 4 -S 1M $MNT/plain; $SFS setstripe -c 4 -S 1M -N 2 $MNT/mirror
+}
 cd $R
 for sec in "$@"; do
 case $sec in
@@ -65,11 +74,7 @@ binding)
   done
   scripts/cluster.sh down --dir /tmp/sbd >/dev/null 2>&1 ;;
 ior)
-  log ior; scripts/cluster.sh down --dir /tmp/sior >/dev/null 2>&1; rm -rf /tmp/sior
-  M=$(scripts/cluster.sh up --oss 4 --dir /tmp/sior --mount /tmp/sior/mnt 2>/dev/null | tail -1)
-  MNT=/tmp/sior/mnt; mkdir -p $MNT/plain $MNT/mirror
-  $SFS setstripe -c 4 -S 1M $MNT/plain; $SFS setstripe -c 4 -S 1M -N 2 $MNT/mirror
-  IOR=${IOR:-/work/scratch/tools/bin/ior}
+  log ior; plain_and_mirror /tmp/sior
   for round in 1 2 3; do
     for t in plain mirror; do
       rm -f $MNT/$t/u $MNT/$t/f
@@ -81,11 +86,7 @@ ior)
   done
   scripts/cluster.sh down --dir /tmp/sior >/dev/null 2>&1 ;;
 profile)
-  log profile; scripts/cluster.sh down --dir /tmp/sprof >/dev/null 2>&1; rm -rf /tmp/sprof
-  M=$(scripts/cluster.sh up --oss 4 --dir /tmp/sprof --mount /tmp/sprof/mnt 2>/dev/null | tail -1)
-  MNT=/tmp/sprof/mnt; mkdir -p $MNT/plain $MNT/mirror
-  $SFS setstripe -c 4 -S 1M $MNT/plain; $SFS setstripe -c 4 -S 1M -N 2 $MNT/mirror
-  IOR=${IOR:-/work/scratch/tools/bin/ior}
+  log profile; plain_and_mirror /tmp/sprof
   pids=$(pgrep -d, -f "sfs-oss|sfs-mds|sfs-mount")
   cpu() { for p in ${pids//,/ }; do echo "$(tr -d '\0' </proc/$p/cmdline | cut -c1-40 | sed 's/.*\///') $(awk '{print $14+$15}' /proc/$p/stat)"; done; }
   for t in plain mirror plain mirror; do
@@ -121,7 +122,6 @@ ec)
   M=$(scripts/cluster.sh up --oss 6 --dir /tmp/sec --mount /tmp/sec/mnt 2>/dev/null | tail -1)
   MNT=/tmp/sec/mnt; mkdir -p $MNT/plain $MNT/ec
   $SFS setstripe -c 6 -S 1M $MNT/plain; $SFS setstripe --ec 4+2 -S 1M $MNT/ec
-  IOR=${IOR:-/work/scratch/tools/bin/ior}
   for round in 1 2 3; do
     for t in plain ec; do
       rm -f $MNT/$t/f
