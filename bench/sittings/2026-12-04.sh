@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The quiet-machine sitting of 2026-12-04 (docs/benchmarks.md): sections by argument,
-#   capcost qos kv binding train ior profile restore ec shards loader
+#   capcost qos kv binding train ior profile restore ec shards loader mfs
 # IOR= the real IOR 4.x binary (built outside the project); OUT= where results go.
 # Needs root (drop_caches), fio, mpirun, perf; `restore` switches libblas to OpenBLAS
 # (Debian libopenblas0-pthread) for its prefill and back.
@@ -172,6 +172,21 @@ loader)
     done
   done
   scripts/cluster.sh down --dir /tmp/sld >/dev/null 2>&1 ;;
+mfs)
+  log mfs; scripts/bench-peers.sh --peers moosefs --keep --quick --servers 4 > $OUT/mfs4-setup.log 2>&1
+  MF=/tmp/sfs-peers/mnt/moosefs; mountpoint -q $MF || { echo "moosefs not mounted"; continue; }
+  nsenter --net=/run/netns/sfs-peers mkdir -p $MF/g1 $MF/g2
+  nsenter --net=/run/netns/sfs-peers mfssetgoal -r 1 $MF/g1 >/dev/null
+  nsenter --net=/run/netns/sfs-peers mfssetgoal -r 2 $MF/g2 >/dev/null
+  plain_and_mirror /tmp/smf
+  for round in 1 2; do
+    for d in $MNT/plain $MNT/mirror $MF/g1 $MF/g2; do
+      rm -f $d/u
+      w=$(mpirun --allow-run-as-root --oversubscribe -np 4 $IOR -a POSIX -t 47008 -b 47008 -s 500 -e -w -o $d/u 2>&1 | awk '/^write / {print $2; exit}')
+      echo "strided $d round $round $w load $(cut -d' ' -f1 /proc/loadavg)" | tee -a $OUT/mfs-ior.log
+    done
+  done
+  scripts/cluster.sh down --dir /tmp/smf >/dev/null 2>&1 ;;
 esac
 done
 log done
