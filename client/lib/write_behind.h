@@ -22,8 +22,9 @@
 // writes merged), so many small writes cost one worker wake-up, one RPC and
 // one wait. One OST per batch: a batch that meets a slow
 // or dead OSS holds back no other OSS's writes (and their replies are never
-// left unread while the worker waits on that OSS). Submit wakes a worker only when no woken worker is yet to take the
-// queue, or when the queue holds more than those can take.
+// left unread while the worker waits on that OSS). Submit wakes a worker only
+// when no woken worker is yet to take the queue, or when the queue holds more
+// than those can take.
 //
 // Holding a stream: a job that lands within kMaxGather bytes of the inode's
 // previous write (a sequential or strided stream, as IOR's N-to-1 tasks make:
@@ -38,6 +39,22 @@
 // write(2). Without it an idle worker took each job as soon as it was
 // queued. Random writes are not streaming.
 //
+// Erasure-coded rows: a write to an EC file is cut at its rows (K data
+// chunks). Whole rows are queued as any write. A part of a row waits in an
+// assembly buffer of the whole row (one per row, at most kMaxRows, rows of
+// at most kMaxRowBytes), where later parts of the same row, from any handle
+// of any process, are copied to their place: the kernel hands a 4 MiB write
+// over in 1 MiB pieces (max_write), and each piece alone was a
+// read-modify-write of its row (K - 1 chunk reads, a whole row's parity
+// encoded for a quarter of it). A row whose bytes are all written is queued
+// at once, as one full-row write that reads nothing back; a row still in
+// part is queued kRowHoldIdle after its last piece or kRowHoldMax after its
+// first, or when someone waits on its inode (a barrier, an overlapping
+// write) or the rows fill half the window, and then each of its written
+// extents is read-modify-written as before. A later piece over bytes still
+// in the buffer replaces them there, which is the order the writes were
+// made in.
+//
 // Order: a write that overlaps a pending write of the same inode waits until
 // that one has finished, so a later write to the same bytes always lands
 // last. Barriers: WaitIno returns once every write of that inode submitted
@@ -50,9 +67,9 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -109,6 +126,12 @@ class WriteBehindQueue {
   static constexpr std::chrono::milliseconds kHoldMax{20};
   // Inodes whose last write end is remembered (then the memory starts over).
   static constexpr size_t kMaxTracked = 4096;
+  // EC row assembly (see Erasure-coded rows): how many rows at once, the
+  // largest row assembled, and how long a row waits for the rest of it.
+  static constexpr size_t kMaxRows = 8;
+  static constexpr uint64_t kMaxRowBytes = 16 << 20;
+  static constexpr std::chrono::milliseconds kRowHoldIdle{10};
+  static constexpr std::chrono::milliseconds kRowHoldMax{50};
   using Clock = std::chrono::steady_clock;
 
   struct Job {
@@ -120,9 +143,23 @@ class WriteBehindQueue {
     uint64_t seq = 0;
     uint64_t off = 0;
     std::vector<uint8_t> data;
-    uint64_t charged = 0;  // what it holds of bytes_
+    uint64_t charged = 0;    // what it holds of bytes_
     bool streaming = false;  // within kMaxGather of the inode's previous write
     Clock::time_point born;  // when queued
+    // An EC row (row_bytes > 0; off is the row's start, data unused): the
+    // row's bytes at their place, and which of them were written
+    // (row-relative [start, end), disjoint, merged).
+    uint64_t row_bytes = 0;
+    std::unique_ptr<uint8_t[]> row_buf;
+    std::map<uint64_t, uint64_t> have;
+    uint64_t have_bytes = 0;
+    Clock::time_point touched;  // its last piece
+
+    uint64_t Bytes() const { return row_bytes > 0 ? have_bytes : data.size(); }
+    bool RowDone() const { return row_bytes > 0 && have_bytes == row_bytes; }
+    // Copies buf to row offset `at` and notes it written; returns the
+    // bytes newly covered.
+    uint64_t Lay(uint64_t at, std::span<const uint8_t> buf);
   };
   // An inode's pending writes: disjoint ranges (an overlapping write waits),
   // so the overlap check is two lookups in by_off.
@@ -131,6 +168,25 @@ class WriteBehindQueue {
     std::map<uint64_t, uint64_t> by_off;  // start offset -> end
   };
   bool OverlapsLocked(uint64_t ino, uint64_t off, uint64_t end) const;
+  // The bytes of f's EC rows if they are assembled (see Erasure-coded
+  // rows), else 0.
+  static uint64_t RowBytesOf(const File& f);
+  // Submit of one range: a plain write, or whole EC rows (ec: not held as a
+  // stream).
+  bool SubmitRange(const std::shared_ptr<File>& f, uint64_t off, std::span<const uint8_t> buf,
+                   bool defer_wake, bool ec);
+  // Submit of a part of one EC row of rb bytes: into its assembly buffer.
+  bool SubmitRow(const std::shared_ptr<File>& f, uint64_t off, std::span<const uint8_t> buf,
+                 bool defer_wake, uint64_t rb);
+  // Moves rows_[key] to the queue. REQUIRES: mu_ held; key in rows_.
+  void QueueRowLocked(std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Job>>::iterator it);
+  // Queues ino's rows that overlap [off, end). REQUIRES: mu_ held.
+  void QueueRowsLocked(uint64_t ino, uint64_t off, uint64_t end);
+  // Queues the rows whose hold ended (every row once stop_). REQUIRES: mu_
+  // held.
+  void QueueDueRowsLocked(Clock::time_point now);
+  // When the next row's hold ends (max() if none). REQUIRES: mu_ held.
+  Clock::time_point RowsDueLocked() const;
   // Appends the write to the last queued job if it continues it (same inode,
   // starts where it ends, not yet taken by a worker). REQUIRES: mu_ held.
   bool GatherLocked(const std::shared_ptr<File>& f, uint64_t off, std::span<const uint8_t> buf);
@@ -156,7 +212,9 @@ class WriteBehindQueue {
   // Submit's return). REQUIRES: lock holds mu_ (released if it returns true).
   bool WakeAfterSubmitLocked(std::unique_lock<std::mutex>& lock, bool defer_wake);
   // Waits on done_cv_ until ready(), counted in waiters_ (which ends any
-  // hold). REQUIRES: lock holds mu_.
+  // hold; and queues the EC rows in assembly when they hold half the window
+  // or all of what is pending, which the waiter may be waiting for room
+  // behind). REQUIRES: lock holds mu_.
   void WaitLocked(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready);
   void Work();
   void Send(std::vector<std::unique_ptr<Job>>& batch);
@@ -165,21 +223,25 @@ class WriteBehindQueue {
   Striper* const striper_;
   const uint64_t max_bytes_;
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;  // a job was queued, or stop
-  std::condition_variable done_cv_;  // a job finished
+  std::condition_variable work_cv_;         // a job was queued, or stop
+  std::condition_variable done_cv_;         // a job finished
   std::deque<std::unique_ptr<Job>> queue_;  // GUARDED_BY(mu_)
   // Pending (queued or running) writes per inode, by submission number.
   std::unordered_map<uint64_t, InoPending> pending_;  // GUARDED_BY(mu_)
-  int waiters_ = 0;         // GUARDED_BY(mu_): threads waiting on done_cv_
-  int idle_ = 0;            // GUARDED_BY(mu_): workers waiting on work_cv_
-  int wakes_ = 0;           // GUARDED_BY(mu_): workers notified, not yet awake
-  uint64_t next_seq_ = 1;   // GUARDED_BY(mu_)
+  int waiters_ = 0;        // GUARDED_BY(mu_): threads waiting on done_cv_
+  int idle_ = 0;           // GUARDED_BY(mu_): workers waiting on work_cv_
+  int wakes_ = 0;          // GUARDED_BY(mu_): workers notified, not yet awake
+  uint64_t next_seq_ = 1;  // GUARDED_BY(mu_)
   std::unordered_map<uint64_t, uint64_t> last_end_;  // GUARDED_BY(mu_): ino -> end of last write
-  uint64_t queued_bytes_ = 0;  // GUARDED_BY(mu_): data of the jobs in queue_
-  int timers_ = 0;             // GUARDED_BY(mu_): idle workers waiting for a hold to end
+  // EC rows in assembly, by (inode, row): pending (in pending_ over the
+  // whole row) and charged, not yet queued.
+  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Job>> rows_;  // GUARDED_BY(mu_)
+  uint64_t rows_bytes_ = 0;        // GUARDED_BY(mu_): what rows_ hold of bytes_
+  uint64_t queued_bytes_ = 0;      // GUARDED_BY(mu_): data of the jobs in queue_
+  int timers_ = 0;                 // GUARDED_BY(mu_): idle workers waiting for a hold to end
   Clock::time_point last_submit_;  // GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;      // GUARDED_BY(mu_)
-  bool stop_ = false;       // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;             // GUARDED_BY(mu_)
+  bool stop_ = false;              // GUARDED_BY(mu_)
   std::vector<std::thread> workers_;
 };
 

@@ -5,7 +5,8 @@
 // writes go on with the OSS down and mark its object stale; a hung OSS
 // (SIGSTOP) is read around within the RPC timeout; an IOR-style
 // shared file written by several processes while an OSS dies reads back;
-// two mounts read-modify-writing the same rows at once leave parity that
+// a row written in pieces (as the kernel hands a large write over) goes out
+// as one full row that reads nothing back; two mounts read-modify-writing the same rows at once leave parity that
 // rebuilds the data (the cluster-wide row lock); a truncate inside a row
 // keeps parity right; bad input gets a one-line error and exit 2.
 //
@@ -26,8 +27,10 @@
 #include <random>
 #include <set>
 
+#include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
 #include "tests/harness/subprocess.h"
+#include "tests/integration/exposition.h"
 
 namespace sfs::testing {
 namespace {
@@ -47,7 +50,19 @@ class FuseEcTest : public ClusterPerTest {
     o.num_oss = 4;  // one more than 2+1 needs
     o.cluster_key = true;  // every chunk call carries the MDS-signed capability
     o.ost_timeout_ms = 2000;
+    o.metrics = true;  // sfs_oss_read_bytes_total
     return o;
+  }
+
+  // Bytes of object data the OSSs have read, all of them together.
+  uint64_t OssReadBytes() {
+    uint64_t n = 0;
+    for (int i = 0; i < cluster().num_oss(); ++i) {
+      Result<std::string> m = metrics::HttpGet(cluster().oss_metrics_address(i), "/metrics");
+      EXPECT_TRUE(m.ok()) << m.status().ToString();
+      if (m.ok()) n += static_cast<uint64_t>(Sample(*m, "sfs_oss_read_bytes_total"));
+    }
+    return n;
   }
 
   void SetUp() override {
@@ -186,6 +201,44 @@ TEST_F(FuseEcTest, FullRowAndUnalignedWritesReadBackAlsoWithAnOssKilled) {
   // The OSS comes back: its stale object is still never read.
   ASSERT_TRUE(cluster().RestartOss(victim).ok());
   EXPECT_TRUE(SameBytes(ReadBack(path, want.size()), want)) << "the stale object was read";
+}
+
+TEST_F(FuseEcTest, RowsWrittenInPiecesGoOutAsFullRowsThatReadNothingBack) {
+  // Every row arrives in four pieces, out of order, one of them written
+  // twice (the later bytes must win), as a 4 MiB write(2) reaches the mount
+  // as 1 MiB pieces from FUSE threads. Each piece alone would be a
+  // read-modify-write of its row: 5 x 32 KiB read per row. Write-behind
+  // assembles the row, so the OSSs read nothing (a row may go in part if
+  // the machine stalls the writer past the hold: two rows' worth allowed).
+  MakeEcDir("/d");
+  const std::string path = mnt_ + "/d/pieces";
+  constexpr size_t kRow = 2 * kChunk, kPiece = kRow / 4, kRows = 16;
+  std::mt19937_64 rng(PerTestSeed());
+  auto a = RandomBytes(rng, (kRows + 1) * kRow), b = RandomBytes(rng, (kRows + 1) * kRow);
+  const std::string data(a.begin(), a.end()), older(b.begin(), b.end());
+  std::string want;
+  int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const uint64_t read_before = OssReadBytes();
+  for (size_t r = 0; r < kRows; ++r) {
+    PutAt(fd, &want, older, r * kRow + kPiece, kPiece);
+    for (size_t p : {2, 1, 0, 3}) PutAt(fd, &want, data, r * kRow + p * kPiece, kPiece);
+  }
+  ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+  EXPECT_LE(OssReadBytes() - read_before, 2 * kRow)
+      << "rows were read-modify-written piece by piece";
+  // A row left in part goes at the barrier, read-modify-written.
+  PutAt(fd, &want, data, kRows * kRow + kPiece, kPiece);
+  ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+  ASSERT_EQ(close(fd), 0);
+  ASSERT_EQ(want.substr(0, kRows * kRow), data.substr(0, kRows * kRow));
+  EXPECT_TRUE(SameBytes(ReadBack(path, want.size()), want)) << "healthy read";
+  // Parity is right: without object 0 every row rebuilds its chunk 0.
+  client::LayoutSpec l = LayoutOf("/d/pieces");
+  const int victim = cluster().OssOfOst(*client_, l.objects[0].ost);
+  ASSERT_GE(victim, 0);
+  ASSERT_TRUE(cluster().KillOss(victim).ok());
+  EXPECT_TRUE(SameBytes(ReadBack(path, want.size()), want)) << "parity disagrees with the data";
 }
 
 TEST_F(FuseEcTest, AHungOssIsReadAroundWithinTheRpcTimeout) {
