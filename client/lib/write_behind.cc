@@ -116,7 +116,12 @@ bool WriteBehindQueue::SubmitRow(const std::shared_ptr<File>& f, uint64_t off,
     job->job = job_id;
     job->off = start;
     job->row_bytes = rb;
-    job->row_buf.reset(new uint8_t[rb]);  // not zeroed: only written extents are sent
+    if (spare_rows_.empty() || spare_size_ != rb) {
+      job->row_buf.reset(new uint8_t[rb]);  // not zeroed: only written extents are sent
+    } else {
+      job->row_buf = std::move(spare_rows_.back());
+      spare_rows_.pop_back();
+    }
     job->seq = next_seq_++;
     job->charged = kMinCharge;
     bytes_ += kMinCharge;
@@ -359,7 +364,7 @@ void WriteBehindQueue::WaitLocked(std::unique_lock<std::mutex>& lock,
   ++waiters_;  // no job is held from now on: have a worker send a held one
   for (;;) {
     // Rows in assembly that clog the window go as they are.
-    if (rows_bytes_ > 0 && (2 * rows_bytes_ >= max_bytes_ || rows_bytes_ == bytes_)) {
+    if (rows_bytes_ > 0 && rows_bytes_ == bytes_) {
       QueueDueRowsLocked(Clock::time_point::max());
     }
     if (!queue_.empty()) work_cv_.notify_one();
@@ -406,7 +411,7 @@ void WriteBehindQueue::Work() {
     }
     if (wake) work_cv_.notify_one();
     Send(batch);
-    for (const std::unique_ptr<Job>& job : batch) Finish(*job);
+    for (std::unique_ptr<Job>& job : batch) Finish(*job);
     batch.clear();
   }
 }
@@ -453,7 +458,7 @@ void WriteBehindQueue::Send(std::vector<std::unique_ptr<Job>>& batch) {
   }
 }
 
-void WriteBehindQueue::Finish(const Job& j) {
+void WriteBehindQueue::Finish(Job& j) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -463,6 +468,11 @@ void WriteBehindQueue::Finish(const Job& j) {
     it->second.by_off.erase(j.off);
     if (it->second.by_seq.empty()) pending_.erase(it);
     wake = waiters_ > 0;
+    if (j.row_buf != nullptr) {  // kept for the next row (its pages already mapped)
+      if (spare_size_ != j.row_bytes) spare_rows_.clear();
+      spare_size_ = j.row_bytes;
+      if (spare_rows_.size() < kSpareRows) spare_rows_.push_back(std::move(j.row_buf));
+    }
   }
   if (wake) done_cv_.notify_all();
 }

@@ -49,9 +49,12 @@
 // encoded for a quarter of it). A row whose bytes are all written is queued
 // at once, as one full-row write that reads nothing back; a row still in
 // part is queued kRowHoldIdle after its last piece or kRowHoldMax after its
-// first, or when someone waits on its inode (a barrier, an overlapping
-// write) or the rows fill half the window, and then each of its written
-// extents is read-modify-written as before. A later piece over bytes still
+// first (long enough for a writer the scheduler keeps off the CPU for tens
+// of milliseconds between its pieces, as a loaded machine does: with 10 ms,
+// a quarter of IOR's rows went in part there), or when someone waits on its
+// inode (a barrier, an overlapping write) or the rows are all the window
+// holds and a writer waits for room, and then each of its written extents
+// is read-modify-written as before. A later piece over bytes still
 // in the buffer replaces them there, which is the order the writes were
 // made in.
 //
@@ -130,8 +133,11 @@ class WriteBehindQueue {
   // largest row assembled, and how long a row waits for the rest of it.
   static constexpr size_t kMaxRows = 8;
   static constexpr uint64_t kMaxRowBytes = 16 << 20;
-  static constexpr std::chrono::milliseconds kRowHoldIdle{10};
-  static constexpr std::chrono::milliseconds kRowHoldMax{50};
+  static constexpr std::chrono::milliseconds kRowHoldIdle{50};
+  static constexpr std::chrono::milliseconds kRowHoldMax{250};
+  // Row buffers kept for reuse: a new one's every page faults in when the
+  // row is copied in (a tenth of the mount's CPU for an EC checkpoint).
+  static constexpr size_t kSpareRows = 4;
   using Clock = std::chrono::steady_clock;
 
   struct Job {
@@ -212,13 +218,15 @@ class WriteBehindQueue {
   // Submit's return). REQUIRES: lock holds mu_ (released if it returns true).
   bool WakeAfterSubmitLocked(std::unique_lock<std::mutex>& lock, bool defer_wake);
   // Waits on done_cv_ until ready(), counted in waiters_ (which ends any
-  // hold; and queues the EC rows in assembly when they hold half the window
-  // or all of what is pending, which the waiter may be waiting for room
-  // behind). REQUIRES: lock holds mu_.
+  // hold; and queues the EC rows in assembly when they are all that is
+  // pending, which the waiter may be waiting for room behind). REQUIRES:
+  // lock holds mu_.
   void WaitLocked(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready);
   void Work();
   void Send(std::vector<std::unique_ptr<Job>>& batch);
-  void Finish(const Job& j);
+  // Ends j: its bytes leave the window, its inode's barriers may pass, and
+  // an EC row's buffer goes to spare_rows_.
+  void Finish(Job& j);
 
   Striper* const striper_;
   const uint64_t max_bytes_;
@@ -237,6 +245,9 @@ class WriteBehindQueue {
   // whole row) and charged, not yet queued.
   std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Job>> rows_;  // GUARDED_BY(mu_)
   uint64_t rows_bytes_ = 0;        // GUARDED_BY(mu_): what rows_ hold of bytes_
+  // Buffers of rows sent, of spare_size_ bytes each (at most kSpareRows).
+  std::vector<std::unique_ptr<uint8_t[]>> spare_rows_;  // GUARDED_BY(mu_)
+  uint64_t spare_size_ = 0;                              // GUARDED_BY(mu_)
   uint64_t queued_bytes_ = 0;      // GUARDED_BY(mu_): data of the jobs in queue_
   int timers_ = 0;                 // GUARDED_BY(mu_): idle workers waiting for a hold to end
   Clock::time_point last_submit_;  // GUARDED_BY(mu_)
