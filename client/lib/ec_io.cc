@@ -13,8 +13,11 @@
 // Consistency: the rows a write touches are locked for the whole
 // read-modify-write, first in this Striper (LockRows: this client's threads,
 // the FUSE loop and write-behind workers, in turn), then cluster-wide at the
-// MDS (LockClusterRows: a byte-range lock over the rows, in a lock space of
-// its own), so no two updates of one row interleave, from any client.
+// MDS (LockRange: a byte-range lock over the rows, in a lock space of its
+// own), so no two updates of one row interleave, from any client. A lone
+// writer keeps the file's whole range (the cached lock mirrors use, io.h)
+// until another client's request recalls it, so its rows cost no MDS round
+// trips.
 //
 // Failures. Reads go to data chunks only, fail-fast with a short timeout
 // (io.h's mirror rule); a chunk that fails (or is stale) is rebuilt from any
@@ -352,22 +355,22 @@ Status Striper::WriteEc(const LayoutSpec& l, uint64_t off, std::span<const uint8
     LockRows(l, first, end);
     RowGuard guard(this, l, first, end, &Striper::UnlockRows);
     const uint64_t owner = kRowOwnerBase | ++row_owners_;
-    SFS_RETURN_IF_ERROR(LockClusterRows(l, owner, first, end, true));
+    const auto [start, last] = RowSpan(l, first, end);
+    bool kept = false;
+    SFS_RETURN_IF_ERROR(LockRange(l, owner, start, last, &kept));
     Status st = WriteRows(l, g, *codec, batch, buf);
-    Status un = LockClusterRows(l, owner, first, end, false);
+    Status un = UnlockRange(l, owner, start, last, kept);
     SFS_RETURN_IF_ERROR(st);
     SFS_RETURN_IF_ERROR(un);
   }
   return Status::Ok();
 }
 
-Status Striper::LockClusterRows(const LayoutSpec& l, uint64_t owner, uint64_t first, uint64_t end,
-                                bool lock) {
+std::pair<uint64_t, uint64_t> Striper::RowSpan(const LayoutSpec& l, uint64_t first, uint64_t end) {
   const uint64_t rb = l.stripe_size * l.ec_data;
-  const uint64_t start = first * rb;
-  const uint64_t last = end > UINT64_MAX / rb ? UINT64_MAX : end * rb - 1;
-  return LockClusterBytes(l, owner, start, last, lock);
+  return {first * rb, end > UINT64_MAX / rb ? UINT64_MAX : end * rb - 1};
 }
+
 
 Status Striper::LockClusterBytes(const LayoutSpec& l, uint64_t owner, uint64_t start,
                                  uint64_t last, bool lock) {
@@ -519,9 +522,10 @@ Status Striper::TruncateEc(const LayoutSpec& l, uint64_t size) {
   LockRows(l, 0, UINT64_MAX);
   RowGuard guard(this, l, 0, UINT64_MAX, &Striper::UnlockRows);
   const uint64_t owner = kRowOwnerBase | ++row_owners_;
-  SFS_RETURN_IF_ERROR(LockClusterRows(l, owner, 0, UINT64_MAX, true));
+  bool kept = false;
+  SFS_RETURN_IF_ERROR(LockRange(l, owner, 0, UINT64_MAX, &kept));
   Status st = CutEc(l, g, *codec, size);
-  Status un = LockClusterRows(l, owner, 0, UINT64_MAX, false);
+  Status un = UnlockRange(l, owner, 0, UINT64_MAX, kept);
   SFS_RETURN_IF_ERROR(st);
   return un;
 }

@@ -589,7 +589,7 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
   }
   for (auto& [ino, h] : held) {
     h.owner = kMirrorOwnerBase | ++row_owners_;
-    h.status = LockMirror(*h.layout, h.owner, h.start, h.last, &h.kept);
+    h.status = LockRange(*h.layout, h.owner, h.start, h.last, &h.kept);
   }
   auto lock_of = [&](const BatchWrite& w) -> Held* {
     return mirrored(w) ? &held.at(w.layout->ino) : nullptr;
@@ -645,7 +645,7 @@ void Striper::WriteBatch(std::span<BatchWrite> writes) {
   }
   for (auto& [ino, h] : held) {
     if (!h.status.ok()) continue;
-    Status un = UnlockMirror(*h.layout, h.owner, h.start, h.last, h.kept);
+    Status un = UnlockRange(*h.layout, h.owner, h.start, h.last, h.kept);
     if (un.ok()) continue;
     for (size_t i = 0; i < writes.size(); ++i) {
       if (lock_of(writes[i]) == &h && writes[i].status.ok()) writes[i].status = un;
@@ -936,14 +936,14 @@ Status Striper::RunMirroredLocked(const LayoutSpec& l, std::vector<Piece>& piece
                                   uint64_t start, uint64_t last) {
   const uint64_t owner = kMirrorOwnerBase | ++row_owners_;
   bool kept = false;
-  SFS_RETURN_IF_ERROR(LockMirror(l, owner, start, last, &kept));
+  SFS_RETURN_IF_ERROR(LockRange(l, owner, start, last, &kept));
   Status st = RunMirrored(l, pieces);
-  Status un = UnlockMirror(l, owner, start, last, kept);
+  Status un = UnlockRange(l, owner, start, last, kept);
   SFS_RETURN_IF_ERROR(st);
   return un;
 }
 
-Status Striper::LockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
+Status Striper::LockRange(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
                            bool* kept) {
   *kept = false;
   if (!cache_locks_.load(std::memory_order_relaxed) || !hooks_.cached_lock || l.ino == 0 ||
@@ -979,7 +979,7 @@ Status Striper::LockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, 
     if (g.ok() && g->cached) {
       c.held = true;
       c.owner = owner;
-      c.users.emplace_back(start, last);  // recalled meanwhile: released by UnlockMirror
+      c.users.emplace_back(start, last);  // recalled meanwhile: released by UnlockRange
       *kept = true;
       return Status::Ok();
     }
@@ -991,7 +991,7 @@ Status Striper::LockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, 
   return LockClusterBytes(l, owner, start, last, true);
 }
 
-Status Striper::UnlockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
+Status Striper::UnlockRange(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
                              bool kept) {
   if (!kept) return LockClusterBytes(l, owner, start, last, false);
   uint64_t release = 0;
@@ -1015,7 +1015,7 @@ Status Striper::UnlockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start
 void Striper::ReleaseCached(uint64_t ino, uint64_t owner) {
   Result<uint64_t> un = hooks_.row_lock(ino, owner, 0, UINT64_MAX, false);
   if (!un.ok()) {
-    LOG_WARN("inode " << ino << ": giving back the cached mirror-range lock: "
+    LOG_WARN("inode " << ino << ": giving back the cached redundancy range lock: "
                       << un.status().ToString());
   }
   {

@@ -271,11 +271,12 @@ class Striper {
   // writers (RMW of a row must see no other write of it half done).
   void LockRows(const LayoutSpec& l, uint64_t first, uint64_t end);
   void UnlockRows(const LayoutSpec& l, uint64_t first, uint64_t end);
-  // The cluster-wide lock on the same rows (MirrorHooks::row_lock), taken
-  // after LockRows; a no-op without the hook, an inode or an MDS with locks.
-  Status LockClusterRows(const LayoutSpec& l, uint64_t owner, uint64_t first, uint64_t end,
-                         bool lock);
-  // The same on bytes [start, last] of l's file (mirrored writes and truncates).
+  // Rows [first, end) of l as the bytes [start, last] their cluster-wide
+  // lock covers (taken after LockRows, with LockRange).
+  static std::pair<uint64_t, uint64_t> RowSpan(const LayoutSpec& l, uint64_t first, uint64_t end);
+  // The cluster-wide lock on bytes [start, last] of l's file, in the
+  // redundancy lock space (MirrorHooks::row_lock); a no-op without the hook,
+  // an inode or an MDS with locks.
   Status LockClusterBytes(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
                           bool lock);
   // A mirrored mutation of bytes [start, last]: RunMirrored under the range's
@@ -283,12 +284,13 @@ class Striper {
   // one order.
   Status RunMirroredLocked(const LayoutSpec& l, std::vector<Piece>& pieces, uint64_t start,
                            uint64_t last);
-  // The lock a mirrored mutation of [start, last] runs under: this client's
-  // cached lock on the file if it keeps one or gets one (*kept = true), else
-  // the range's for owner (LockClusterBytes).
-  Status LockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
+  // The lock a mirrored mutation of [start, last], or an EC write or
+  // truncate of the rows those bytes make, runs under: this client's cached
+  // lock on the file if it keeps one or gets one (*kept = true), else the
+  // range's for owner (LockClusterBytes).
+  Status LockRange(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
                     bool* kept);
-  Status UnlockMirror(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
+  Status UnlockRange(const LayoutSpec& l, uint64_t owner, uint64_t start, uint64_t last,
                       bool kept);
   // Gives back ino's cached lock owned by owner at the MDS.
   void ReleaseCached(uint64_t ino, uint64_t owner);

@@ -374,10 +374,11 @@ bool MirrorResyncer::ResyncFile(uint64_t ino) {
     (void)HoldWholeFile(ino, false);
     return all;
   }
-  // Closed, but a client may keep a cached mirror-range lock (lock_table.h):
-  // taking the lock recalls it, so the client learns the new copy states
-  // from its next grant before it writes again.
-  if (locks_ != nullptr && got.layout().ec_data() == 0) {
+  // Closed, but a client may keep a cached range lock (lock_table.h; on a
+  // mirrored or an EC file): taking the lock recalls it, so the client
+  // learns the new copy or chunk states from its next grant before it
+  // writes again.
+  if (locks_ != nullptr) {
     if (!HoldWholeFile(ino, true)) return false;
     bool all = ResyncHeld(ino);
     (void)HoldWholeFile(ino, false);

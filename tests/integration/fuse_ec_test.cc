@@ -54,6 +54,13 @@ class FuseEcTest : public ClusterPerTest {
     return o;
   }
 
+  // Lock requests the MDS has served (EC row locks among them).
+  uint64_t LockRequests() {
+    Result<std::string> m = metrics::HttpGet(cluster().mds_metrics_address(), "/metrics");
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    return m.ok() ? static_cast<uint64_t>(Sample(*m, "sfs_mds_requests_total{op=\"lock\"}")) : 0;
+  }
+
   // Bytes of object data the OSSs have read, all of them together.
   uint64_t OssReadBytes() {
     uint64_t n = 0;
@@ -239,6 +246,49 @@ TEST_F(FuseEcTest, RowsWrittenInPiecesGoOutAsFullRowsThatReadNothingBack) {
   ASSERT_GE(victim, 0);
   ASSERT_TRUE(cluster().KillOss(victim).ok());
   EXPECT_TRUE(SameBytes(ReadBack(path, want.size()), want)) << "parity disagrees with the data";
+}
+
+TEST_F(FuseEcTest, ALoneWriterKeepsItsRowLockAndASecondMountRecallsIt) {
+  // 24 row writes, each synced (its own WriteEc): with a lock per write they
+  // cost 48 MDS lock requests (lock, unlock). A lone writer keeps the
+  // file's range lock, as mirrors do, and asks the MDS once or twice. A
+  // second mount's writes recall it; parity stays right for both.
+  MakeEcDir("/d");
+  constexpr size_t kRow = 2 * kChunk, kRows = 24;
+  std::mt19937_64 rng(PerTestSeed());
+  auto bytes = RandomBytes(rng, kRows * kRow);
+  const std::string data(bytes.begin(), bytes.end());
+  std::string want;
+  int fd = open((mnt_ + "/d/kept").c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const uint64_t before = LockRequests();
+  for (size_t r = 0; r < kRows; ++r) {
+    PutAt(fd, &want, data, r * kRow, kRow);
+    ASSERT_EQ(fdatasync(fd), 0) << strerror(errno);
+  }
+  EXPECT_LE(LockRequests() - before, 2u) << "a lock request per row write";
+  // Another mount writes every other row, each half of it (read-modify-write).
+  auto second = cluster().Mount({}, {"rpc_timeout_ms=3000"});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto other = RandomBytes(rng, kRows * kRow);
+  const std::string theirs(other.begin(), other.end());
+  int fd2 = open((*second + "/d/kept").c_str(), O_WRONLY);
+  ASSERT_GE(fd2, 0) << strerror(errno);
+  for (size_t r = 0; r < kRows; r += 2) {
+    PutAt(fd2, &want, theirs, r * kRow + kChunk / 2, kChunk);
+    ASSERT_EQ(fdatasync(fd2), 0) << strerror(errno);
+    PutAt(fd, &want, data, r * kRow + kRow / 2, kChunk / 4);  // the first mount again
+    ASSERT_EQ(fdatasync(fd), 0) << strerror(errno);
+  }
+  ASSERT_EQ(close(fd2), 0);
+  ASSERT_EQ(close(fd), 0);
+  EXPECT_TRUE(SameBytes(ReadBack(mnt_ + "/d/kept", want.size()), want)) << "healthy read";
+  client::LayoutSpec l = LayoutOf("/d/kept");
+  const int victim = cluster().OssOfOst(*client_, l.objects[1].ost);
+  ASSERT_GE(victim, 0);
+  ASSERT_TRUE(cluster().KillOss(victim).ok());
+  EXPECT_TRUE(SameBytes(ReadBack(mnt_ + "/d/kept", want.size()), want))
+      << "parity disagrees with the data";
 }
 
 TEST_F(FuseEcTest, AHungOssIsReadAroundWithinTheRpcTimeout) {
