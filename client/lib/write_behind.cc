@@ -101,38 +101,8 @@ bool WriteBehindQueue::SubmitRow(const std::shared_ptr<File>& f, uint64_t off,
   });
   const Clock::time_point now = Clock::now();
   last_submit_ = now;
-  bool fresh = false;
-  if (row == nullptr) {
-    if (rows_.size() >= kMaxRows) {  // the oldest goes as it is
-      auto oldest = rows_.begin();
-      for (auto it = rows_.begin(); it != rows_.end(); ++it) {
-        if (it->second->born < oldest->second->born) oldest = it;
-      }
-      QueueRowLocked(oldest);
-    }
-    auto job = std::make_unique<Job>();
-    job->ino = f->ino_;
-    job->born = now;
-    job->job = job_id;
-    job->off = start;
-    job->row_bytes = rb;
-    if (spare_rows_.empty() || spare_size_ != rb) {
-      job->row_buf.reset(new uint8_t[rb]);  // not zeroed: only written extents are sent
-    } else {
-      job->row_buf = std::move(spare_rows_.back());
-      spare_rows_.pop_back();
-    }
-    job->seq = next_seq_++;
-    job->charged = kMinCharge;
-    bytes_ += kMinCharge;
-    rows_bytes_ += kMinCharge;
-    InoPending& p = pending_[f->ino_];
-    p.by_seq.emplace(job->seq, start);
-    p.by_off.emplace(start, start + rb);
-    row = job.get();
-    rows_.emplace(key, std::move(job));
-    fresh = true;
-  }
+  const bool fresh = row == nullptr;
+  if (fresh) row = NewRowLocked(f->ino_, key.second, rb, job_id, now);
   if (std::find(row->files.begin(), row->files.end(), f) == row->files.end()) {
     row->files.push_back(f);
   }
@@ -152,6 +122,40 @@ bool WriteBehindQueue::SubmitRow(const std::shared_ptr<File>& f, uint64_t off,
   lock.unlock();
   if (!defer_wake) work_cv_.notify_one();
   return true;
+}
+
+WriteBehindQueue::Job* WriteBehindQueue::NewRowLocked(uint64_t ino, uint64_t row, uint64_t rb,
+                                                      const std::string& job_id,
+                                                      Clock::time_point now) {
+  if (rows_.size() >= kMaxRows) {  // the oldest goes as it is
+    auto oldest = rows_.begin();
+    for (auto it = rows_.begin(); it != rows_.end(); ++it) {
+      if (it->second->born < oldest->second->born) oldest = it;
+    }
+    QueueRowLocked(oldest);
+  }
+  auto job = std::make_unique<Job>();
+  job->ino = ino;
+  job->born = now;
+  job->job = job_id;
+  job->off = row * rb;
+  job->row_bytes = rb;
+  if (spare_rows_.empty() || spare_size_ != rb) {
+    job->row_buf.reset(new uint8_t[rb]);  // not zeroed: only written extents are sent
+  } else {
+    job->row_buf = std::move(spare_rows_.back());
+    spare_rows_.pop_back();
+  }
+  job->seq = next_seq_++;
+  job->charged = kMinCharge;
+  bytes_ += kMinCharge;
+  rows_bytes_ += kMinCharge;
+  InoPending& p = pending_[ino];
+  p.by_seq.emplace(job->seq, job->off);
+  p.by_off.emplace(job->off, job->off + rb);
+  Job* raw = job.get();
+  rows_.emplace(std::pair(ino, row), std::move(job));
+  return raw;
 }
 
 void WriteBehindQueue::QueueRowLocked(

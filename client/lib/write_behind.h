@@ -184,6 +184,11 @@ class WriteBehindQueue {
   // Submit of a part of one EC row of rb bytes: into its assembly buffer.
   bool SubmitRow(const std::shared_ptr<File>& f, uint64_t off, std::span<const uint8_t> buf,
                  bool defer_wake, uint64_t rb);
+  // A new assembly buffer for row `row` (rb bytes) of ino, pending and
+  // charged kMinCharge (the oldest row is queued if kMaxRows are
+  // assembling). REQUIRES: mu_ held; the row not in rows_.
+  Job* NewRowLocked(uint64_t ino, uint64_t row, uint64_t rb, const std::string& job_id,
+                    Clock::time_point now);
   // Moves rows_[key] to the queue. REQUIRES: mu_ held; key in rows_.
   void QueueRowLocked(std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Job>>::iterator it);
   // Queues ino's rows that overlap [off, end). REQUIRES: mu_ held.

@@ -26,6 +26,7 @@
 #include <set>
 #include <thread>
 
+#include "client/lib/mds_client.h"
 #include "common/ondisk/chunk_crc.h"
 #include "common/ondisk/ost_dir.h"
 #include "tests/harness/fixture.h"
@@ -624,6 +625,21 @@ void RebuildTest::OldLayoutReaderNeverGetsMissedBytes(const std::string& dir,
   ASSERT_EQ(pwrite(fd, second.data(), kSize, 0), static_cast<ssize_t>(kSize)) << strerror(errno);
   ASSERT_EQ(fsync(fd), 0) << strerror(errno);
   ASSERT_EQ(NotOk(LayoutOf(rel)), 1u) << "the missed copy is not marked stale";
+  // The MDS resyncs a file open for write under its whole redundancy range
+  // lock: holding that lock here keeps the stale copy stale while the old
+  // layout's reader reads (without it the resyncer, once the OSS is back,
+  // could heal the copy first and the reads below would prove nothing).
+  auto io = rpc::IoContext::Create(1);
+  client::MdsClient mds(io->MakeTcpChannel(cluster().mds_address()), 0x5eed5eed,
+                        std::chrono::milliseconds(10000));
+  client::LockArgs hold;
+  hold.ino = attr->ino;
+  hold.owner = 0x0ed;
+  hold.ec_rows = true;  // the redundancy lock space
+  hold.lock.type = F_WRLCK;
+  hold.wait = true;
+  auto held = mds.Lock(hold, std::chrono::milliseconds(5000));
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
   ASSERT_TRUE(cluster().RestartOss(away).ok());
   const std::string log = cluster().root() + "/logs/oss" + std::to_string(away) + ".log";
   auto fenced = [&](const std::string& n) {
@@ -648,6 +664,9 @@ void RebuildTest::OldLayoutReaderNeverGetsMissedBytes(const std::string& dir,
         << "round " << round << ": the old layout's reader got the bytes the copy missed";
   }
   // Closed: the MDS resyncs the copy, lifts the fence, and it holds the new bytes.
+  hold.lock.type = F_UNLCK;
+  hold.wait = false;
+  ASSERT_TRUE(mds.Lock(hold, std::chrono::milliseconds(5000)).ok());
   ASSERT_EQ(close(fd), 0);
   EXPECT_TRUE(PollUntil([&] { return NotOk(LayoutOf(rel)) == 0; }, seconds(60)));
   EXPECT_TRUE(PollUntil([&] { return fenced("0"); }, seconds(30))) << "the fence was not lifted";
