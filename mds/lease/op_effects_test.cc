@@ -84,7 +84,8 @@ TEST(OpEffectsTest, OnlySizeReportsAndOpensAreAckedBeforeTheirCommit) {
     EXPECT_TRUE(e->mutating) << f->name() << ": a read has no commit to skip";
     at_once.insert(f->name());
   }
-  EXPECT_EQ(at_once, (std::set<std::string>{"append", "close", "create", "open", "open_path", "set_size"}));
+  EXPECT_EQ(at_once, (std::set<std::string>{"append", "close", "create", "open", "open_path",
+                                            "set_size"}));
   MdsRequest create;
   create.mutable_create()->set_parent(1);
   MdsResponse made, opened;

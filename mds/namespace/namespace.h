@@ -163,7 +163,8 @@ class Namespace {
   Status Create(const OpCtx& ctx, const proto::CreateReq& req, proto::OpenResp* out);
   Status Open(const OpCtx& ctx, const proto::OpenReq& req, proto::OpenResp* out);
   // The walk of req.names from req.parent, one lookup's rules per name, and
-  // the open of where it ends, in one transaction (mds.proto OpenPathReq). ".." stops at req.ceiling (0: the root).
+  // the open of where it ends, in one transaction (mds.proto OpenPathReq).
+  // ".." stops at req.ceiling (0: the root).
   Status OpenPath(const OpCtx& ctx, const proto::OpenPathReq& req, proto::OpenResp* out);
   Status Close(const OpCtx& ctx, const proto::CloseReq& req);
   Status SetSize(const OpCtx& ctx, const proto::SetSizeReq& req, proto::Attr* out);

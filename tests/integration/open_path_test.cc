@@ -175,7 +175,8 @@ TEST_F(OpenPathTest, ATenantsWalkCannotLeaveItsFileset) {
     EXPECT_EQ(ByLookups(**t, kRoot, escape), ENOENT) << escape;
     EXPECT_EQ(ByPath(**t, kRoot, escape), ENOENT) << escape;
   }
-  EXPECT_EQ(ByPath(**t, kRoot, rel_ + "/secret.txt"), ENOENT) << "the real path is not the tenant's";
+  EXPECT_EQ(ByPath(**t, kRoot, rel_ + "/secret.txt"), ENOENT)
+      << "the real path is not the tenant's";
   for (const char* own : {"/own.txt", "/../own.txt", "/../../own.txt"}) {
     EXPECT_EQ(ByLookups(**t, kRoot, own), 0) << own;
     ASSERT_EQ(ByPath(**t, kRoot, own, &text), 0) << own;
