@@ -167,6 +167,9 @@ class Client::Impl {
   // Stops the flusher and sends what is queued (a last try).
   void StopDeferredCloses();
   std::atomic<Keepalive*> keepalive_ptr{nullptr};
+  // The MDS answered an OpenPathReq EPROTO (it predates the op): OpenPath
+  // walks with lookups instead.
+  std::atomic<bool> mds_lacks_open_path{false};
 
   // Append tokens (mds.proto AppendReq.want_token): where this client's next
   // append to an inode goes, without asking the MDS, and until when.
@@ -703,6 +706,26 @@ Result<std::shared_ptr<File>> Client::Create(const Cred& c, uint64_t parent,
 Result<std::shared_ptr<File>> Client::Open(const Cred& c, uint64_t ino, int flags, Attr* attr) {
   SFS_ASSIGN_OR_RETURN(OpenResult r, impl_->mds->Open(c, ino, flags));
   return impl_->FinishOpen(c, flags, std::move(r), attr);
+}
+
+Result<std::shared_ptr<File>> Client::OpenPath(const Cred& c, std::string_view path, int flags,
+                                               Attr* attr) {
+  if (path.empty() || path[0] != '/') return Status(EINVAL, "not an absolute path");
+  if (!impl_->mds_lacks_open_path.load(std::memory_order_relaxed)) {
+    std::vector<std::string_view> names;
+    for (size_t pos = 0; pos < path.size();) {
+      size_t end = std::min(path.find('/', pos), path.size());
+      if (end > pos) names.push_back(path.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    Result<OpenResult> r = impl_->mds->OpenPath(c, kRootIno, names, flags);
+    if (r.ok()) return impl_->FinishOpen(c, flags, std::move(*r), attr);
+    if (r.status().code() != EPROTO) return r.status();
+    LOG_INFO("MDS " << impl_->mds->address() << " has no open by path: lookups from now on");
+    impl_->mds_lacks_open_path = true;
+  }
+  SFS_ASSIGN_OR_RETURN(Attr a, ResolvePath(c, path));
+  return Open(c, a.ino, flags, attr);
 }
 
 Status Client::Close(const std::shared_ptr<File>& f) {

@@ -374,6 +374,15 @@ class Client {
                                        uint32_t mode, int flags, Attr* attr,
                                        const LayoutSpec* layout = nullptr);
   Result<std::shared_ptr<File>> Open(const Cred& c, uint64_t ino, int flags, Attr* attr);
+  // Opens the file an absolute path names ("/" is the root; follows no
+  // symlinks), exactly as ResolvePath then Open would, errors included, but
+  // in one MDS round trip whatever the depth (OpenPathReq): the MDS walks
+  // the names with a lookup's checks each and opens atomically, so nothing
+  // is cached and a rename or unlink another client made before this call
+  // is always seen. An MDS without the op gets the lookups and the open.
+  // REQUIRES: no O_CREAT in flags (Create opens by name and may create).
+  Result<std::shared_ptr<File>> OpenPath(const Cred& c, std::string_view path, int flags,
+                                         Attr* attr);
   // Reports the size (if this client extended the file) and releases the open
   // (at once, or deferred: Options::close_delay).
   Status Close(const std::shared_ptr<File>& f);

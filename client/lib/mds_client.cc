@@ -502,6 +502,16 @@ Result<OpenResult> MdsClient::Open(const Cred& c, uint64_t ino, int flags) {
   return CallForOpen(&c, &req);
 }
 
+Result<OpenResult> MdsClient::OpenPath(const Cred& c, uint64_t parent,
+                                       const std::vector<std::string_view>& names, int flags) {
+  proto::MdsRequest req;
+  proto::OpenPathReq* o = req.mutable_open_path();
+  o->set_parent(parent);
+  for (std::string_view n : names) o->add_names(std::string(n));
+  o->set_open_flags(static_cast<uint32_t>(flags));
+  return CallForOpen(&c, &req);
+}
+
 Status MdsClient::Close(const Cred& c, uint64_t ino, uint64_t open_id, const SizeReport& r) {
   proto::MdsRequest req;
   proto::CloseReq* cr = req.mutable_close();

@@ -168,6 +168,10 @@ class MdsClient {
   Result<OpenResult> Create(const Cred& c, uint64_t parent, std::string_view name, uint32_t mode,
                             int flags, const LayoutSpec* layout);
   Result<OpenResult> Open(const Cred& c, uint64_t ino, int flags);
+  // OpenPathReq: names walked from parent and opened at the MDS, one round
+  // trip. EPROTO from an MDS that predates the op.
+  Result<OpenResult> OpenPath(const Cred& c, uint64_t parent,
+                              const std::vector<std::string_view>& names, int flags);
   Status Close(const Cred& c, uint64_t ino, uint64_t open_id, const SizeReport& r);
 
   // Deferred closes (see the file comment). REQUIRES: EnableDeferredCloses

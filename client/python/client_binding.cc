@@ -253,8 +253,9 @@ std::shared_ptr<File> Client::Open(const py::object& path_obj, const py::object&
               }),
               path);
   } else {
-    client::Attr target = Resolve(path);
-    f = Check(Blocking([&] { return c->Open(cred_, target.ino, flags, &attr); }), path);
+    // One MDS round trip whatever the depth, not a lookup per name (issue 18).
+    std::string p = Normalise(path);
+    f = Check(Blocking([&] { return c->OpenPath(cred_, p, flags, &attr); }), path);
   }
   if (!S_ISREG(attr.mode)) {
     // A directory opens read-only at the MDS (readdir's open); as a file it is EISDIR.

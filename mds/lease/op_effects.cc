@@ -148,6 +148,11 @@ const Row kRows[] = {
       .neutral = "registers an open and changes no attribute or name; the client sends "
                  "O_TRUNC of an existing file as a SetAttr of its own",
       .acked_at_once = "the record of an open, re-established by the client after a restart"}},
+    {MdsRequest::kOpenPath,
+     {.mutating = true,
+      .neutral = "an open whose walk only reads names (as lookups do, leasing none: no "
+                 "directory is leased by it); O_TRUNC goes as a SetAttr, as for kOpen",
+      .acked_at_once = "the record of an open, as kOpen's"}},
     {MdsRequest::kMigrateBegin,
      {.mutating = true,
       .neutral = "records the migration and allocates its objects; the file's attributes "

@@ -84,7 +84,8 @@ TEST(OpEffectsTest, OnlySizeReportsAndOpensAreAckedBeforeTheirCommit) {
     EXPECT_TRUE(e->mutating) << f->name() << ": a read has no commit to skip";
     at_once.insert(f->name());
   }
-  EXPECT_EQ(at_once, (std::set<std::string>{"append", "close", "create", "open", "set_size"}));
+  EXPECT_EQ(at_once, (std::set<std::string>{"append", "close", "create", "open", "open_path",
+                                            "set_size"}));
   MdsRequest create;
   create.mutable_create()->set_parent(1);
   MdsResponse made, opened;
@@ -195,6 +196,21 @@ TEST(OpEffectsTest, AnOpenMutatesButRevokesNothing) {
   EXPECT_TRUE(NamesOf(r).empty());
   EXPECT_TRUE(InodesChanged(r).empty());
   EXPECT_EQ(DirOf(r), 0u);
+}
+
+TEST(OpEffectsTest, AnOpenByPathMutatesButRevokesNothingAndLeasesNoDirectory) {
+  const OpEffects* e = FindOpEffects(MdsRequest::kOpenPath);
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->mutating);
+  EXPECT_NE(e->neutral, nullptr);
+  MdsRequest r;
+  r.mutable_open_path()->set_parent(1);
+  r.mutable_open_path()->add_names("a");
+  r.mutable_open_path()->add_names("b");
+  EXPECT_TRUE(NamesOf(r).empty()) << "it binds no name, so it locks no name stripe";
+  EXPECT_TRUE(InodesChanged(r).empty());
+  EXPECT_EQ(DirOf(r), 0u) << "the directory it ends in is not known from the request";
+  EXPECT_FALSE(AckWaitsForCommit(r, MdsResponse{}));
 }
 
 TEST(OpEffectsTest, ARequestWithNoOpChangesNothing) {

@@ -168,6 +168,34 @@ Status Namespace::Open(const OpCtx& ctx, const proto::OpenReq& req, proto::OpenR
   return st;
 }
 
+// The walk runs inside the open's transaction, under the exclusive lock:
+// what it finds is what is opened, with no rename or unlink in between, and
+// each name gets exactly the checks a LookupReq of it would (LookupLocked).
+// A tenant's requests reach here with ceiling = the fileset's directory,
+// and the inode opened must lie inside it as an OpenReq of it would have to.
+Status Namespace::OpenPath(const OpCtx& ctx, const proto::OpenPathReq& req,
+                           proto::OpenResp* out) {
+  constexpr int kMaxNames = 4096;
+  if (req.names_size() > kMaxNames) return Status::Errno(ENAMETOOLONG, "more than 4096 names");
+  const uint64_t ceiling = req.ceiling() == 0 ? kRootIno : req.ceiling();
+  Status st = Mutate(ctx, out, [&](Txn& txn) -> Status {
+    uint64_t ino = req.parent();
+    for (const std::string& name : req.names()) {
+      SFS_ASSIGN_OR_RETURN(proto::Attr a, LookupLocked(ctx.cred, ino, name, ceiling));
+      ino = a.ino();
+    }
+    if (ceiling != kRootIno) SFS_RETURN_IF_ERROR(InSubtreeLocked(ino, ceiling));
+    auto node = txn.Inode(ino);
+    if (!node.ok() && node.status().code() == ENOENT) return Status::Errno(ESTALE, "inode is gone");
+    if (!node.ok()) return node.status();
+    SFS_RETURN_IF_ERROR(CheckOpenAccess(ctx.cred, (*node)->attr(), req.open_flags()));
+    return RegisterOpen(ctx, txn, ino, *node, req.open_flags(), out);
+  });
+  if (st.ok()) RenewReplayedOpen(ctx, req.open_flags(), out);
+  if (!st.ok()) DropUncommittedOpen(out);
+  return st;
+}
+
 Status Namespace::Close(const OpCtx& ctx, const proto::CloseReq& req) {
   return Mutate(ctx, nullptr, [&](Txn& txn) -> Status {
     std::optional<uint64_t> removed = opens_.Remove(req.open_id());

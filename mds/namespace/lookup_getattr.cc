@@ -23,14 +23,21 @@ Result<proto::InodeRec> LoadDir(KvStore* store, uint64_t ino) {
 }  // namespace
 
 Result<proto::Attr> Namespace::Lookup(const Cred& cred, uint64_t parent, const std::string& name) {
+  std::shared_lock lock(mu_);
+  return LookupLocked(cred, parent, name, kRootIno);
+}
+
+// The name checks come before the directory's: a name over 255 bytes is
+// ENAMETOOLONG even under a file (OpenPath's walk relies on this order).
+Result<proto::Attr> Namespace::LookupLocked(const Cred& cred, uint64_t parent,
+                                            const std::string& name, uint64_t ceiling) {
   if (name.size() > 255) return Status::Errno(ENAMETOOLONG, "name longer than 255 bytes");
   if (name.empty() || name.find('/') != std::string::npos || name.find('\0') != std::string::npos) {
     return Status::Errno(EINVAL, "invalid name");
   }
-  std::shared_lock lock(mu_);
   SFS_ASSIGN_OR_RETURN(proto::InodeRec dir, LoadDir(store_, parent));
   SFS_RETURN_IF_ERROR(CheckAccess(cred, dir.attr(), kMayExec));
-  if (name == ".") return dir.attr();
+  if (name == "." || (name == ".." && parent == ceiling)) return dir.attr();
   if (name == "..") {
     uint64_t up = parent == kRootIno || dir.parent() == 0 ? kRootIno : dir.parent();
     SFS_ASSIGN_OR_RETURN(proto::InodeRec rec, LoadInodeRec(store_, up));

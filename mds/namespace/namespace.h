@@ -162,6 +162,10 @@ class Namespace {
   Status SetAttr(const OpCtx& ctx, const proto::SetAttrReq& req, proto::Attr* out);
   Status Create(const OpCtx& ctx, const proto::CreateReq& req, proto::OpenResp* out);
   Status Open(const OpCtx& ctx, const proto::OpenReq& req, proto::OpenResp* out);
+  // The walk of req.names from req.parent, one lookup's rules per name, and
+  // the open of where it ends, in one transaction (mds.proto OpenPathReq).
+  // ".." stops at req.ceiling (0: the root).
+  Status OpenPath(const OpCtx& ctx, const proto::OpenPathReq& req, proto::OpenResp* out);
   Status Close(const OpCtx& ctx, const proto::CloseReq& req);
   Status SetSize(const OpCtx& ctx, const proto::SetSizeReq& req, proto::Attr* out);
   // O_APPEND: reserves req.len bytes at the end of file (mds.proto AppendReq).
@@ -297,6 +301,12 @@ class Namespace {
   void RenewReplayedOpen(const OpCtx& ctx, uint32_t flags, proto::OpenResp* out);
   void DropUncommittedOpen(proto::OpenResp* out);
   Status CreateOrReplay(const OpCtx& ctx, const proto::CreateReq& req, proto::OpenResp* out);
+  // Lookup's body: name in parent, ".." of ceiling being ceiling itself.
+  // REQUIRES: mu_ held (either side).
+  Result<proto::Attr> LookupLocked(const Cred& cred, uint64_t parent, const std::string& name,
+                                   uint64_t ceiling);
+  // InSubtree's body. REQUIRES: mu_ held (either side).
+  Status InSubtreeLocked(uint64_t ino, uint64_t root) const;
   Status ReapIfOrphan(uint64_t ino);
   Status RenameLocked(Txn& txn, const OpCtx& ctx, const proto::RenameReq& req);
   Status ApplyExchange(Txn& txn, const proto::RenameReq& req, RenameEnds& e);

@@ -96,6 +96,10 @@ Result<bool> Namespace::TenantsRequired() const {
 
 Status Namespace::InSubtree(uint64_t ino, uint64_t root) const {
   std::shared_lock lock(mu_);
+  return InSubtreeLocked(ino, root);
+}
+
+Status Namespace::InSubtreeLocked(uint64_t ino, uint64_t root) const {
   for (int depth = 0; depth < kMaxDepth; ++depth) {
     if (ino == root) return Status::Ok();
     if (ino == kRootIno || ino == 0) break;

@@ -113,6 +113,7 @@ class Writes {
   void SetAttr() { Done(ns_->SetAttr(ctx_, r_.setattr(), Attr())); }
   void Create() { Done(ns_->Create(ctx_, r_.create(), out_->mutable_open())); }
   void Open() { Done(ns_->Open(ctx_, r_.open(), out_->mutable_open())); }
+  void OpenPath() { Done(ns_->OpenPath(ctx_, r_.open_path(), out_->mutable_open())); }
   void Close() { Done(ns_->Close(ctx_, r_.close())); }
   void SetSize() { Done(ns_->SetSize(ctx_, r_.set_size(), Attr())); }
   void Append() { Done(ns_->Append(ctx_, r_.append(), Attr())); }
@@ -216,6 +217,7 @@ bool DispatchWrite(Namespace* ns, const MdsRequest& r, MdsResponse* out) {
     case MdsRequest::kSetattr: h.SetAttr(); return true;
     case MdsRequest::kCreate: h.Create(); return true;
     case MdsRequest::kOpen: h.Open(); return true;
+    case MdsRequest::kOpenPath: h.OpenPath(); return true;
     case MdsRequest::kClose: h.Close(); return true;
     case MdsRequest::kSetSize: h.SetSize(); return true;
     case MdsRequest::kAppend: h.Append(); return true;

@@ -41,9 +41,12 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
   const auth::ClusterKey& key = *key_;
   switch (req.op_case()) {
     case proto::MdsRequest::kOpen:
+    case proto::MdsRequest::kOpenPath:
     case proto::MdsRequest::kCreate: {
       if (!resp->has_open()) return;
-      uint32_t flags = req.has_open() ? req.open().open_flags() : req.create().open_flags();
+      uint32_t flags = req.has_open()        ? req.open().open_flags()
+                       : req.has_open_path() ? req.open_path().open_flags()
+                                             : req.create().open_flags();
       proto::OpenResp* o = resp->mutable_open();
       // Write only if this open may write: the OSSes then refuse writes
       // through a read-only open even from a client that ignores its mode.

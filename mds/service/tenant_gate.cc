@@ -270,6 +270,10 @@ bool TenantGate::Admit(MdsRequest* r, MdsResponse* resp, std::optional<View>* vi
           break;
         }
       }
+      if (r->op_case() == MdsRequest::kOpenPath) {  // its ".." stops at the tenant's root
+        r->mutable_open_path()->set_ceiling(view->has_value() ? (*view)->rec.fileset_ino()
+                                                              : kRootIno);
+      }
       if (r->op_case() == MdsRequest::kTenantAdmin &&
           r->tenant_admin().op() == proto::TENANT_REQUIRE) {
         view->reset();

@@ -6,7 +6,8 @@
 //     request names must lie inside the fileset (by the parent links), else
 //     ENOENT, the same answer as for an inode that does not exist, so that
 //     nothing outside can be told apart from nothing; ".." of the fileset's
-//     directory is the directory itself (as chroot's);
+//     directory is the directory itself (as chroot's), in an OpenPathReq's
+//     walk too (its ceiling, which the gate sets whatever the client sent);
 //   - the credentials are root-squashed and uid/gid-mapped;
 //   - admin ops (pools, QoS, tenants, OSS registration) are EPERM, except
 //     for an admin tenant (fileset /, no root squash).

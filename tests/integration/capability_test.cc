@@ -222,6 +222,26 @@ TEST_F(CapabilityTest, ReadOnlyCapabilityCannotWrite) {
       0);
 }
 
+// An open by path (OpenPathReq) is signed as an open is: a read-only one
+// reads and cannot write, a read-write one writes.
+TEST_F(CapabilityTest, AnOpenByPathCarriesTheCapabilityOfItsMode) {
+  client::Attr attr;
+  auto ro = client_->OpenPath(kRoot, "/f", O_RDONLY, &attr);
+  ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+  const std::string cap = (*ro)->layout().capability;
+  ASSERT_FALSE(cap.empty()) << "a keyed MDS signs an open by path's layout";
+  std::vector<uint8_t> got(kLen);
+  ASSERT_TRUE(client_->Read(**ro, 0, got).ok());
+  EXPECT_EQ(got, std::vector<uint8_t>(kLen, 'w'));
+  EXPECT_EQ(Raw(0, WriteReq(cap), std::vector<uint8_t>(10, 'f')).status().code(), EACCES);
+  auto rw = client_->OpenPath(kRoot, "/f", O_RDWR, &attr);
+  ASSERT_TRUE(rw.ok()) << rw.status().ToString();
+  EXPECT_EQ(Raw(0, WriteReq((*rw)->layout().capability), std::vector<uint8_t>(10, 'f'))
+                .status()
+                .code(),
+            0);
+}
+
 // Server-side copies with a key: the client's copy carries both files'
 // capabilities, and the destination's OSS pulls the source from its peer
 // with its own token. Nothing is refused on the way.

@@ -35,6 +35,7 @@ class Daemon:
 
     def __init__(self, name, argv, log_dir):
         self.name = name
+        self.metrics = None  # from a `METRICS host:port` line (--metrics-listen)
         self.log = os.path.join(log_dir, name + ".log")
         with open(self.log, "ab") as err:
             self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
@@ -57,7 +58,9 @@ class Daemon:
             if chunk == b"\n":
                 if line.startswith(b"LISTENING "):
                     return line[len(b"LISTENING "):].decode().strip()
-                line = b""  # METRICS or another line before the handshake
+                if line.startswith(b"METRICS "):
+                    self.metrics = line[len(b"METRICS "):].decode().strip()
+                line = b""  # another line before the handshake
         self.stop()
         raise RuntimeError("%s did not print LISTENING within %.0fs\n  command: %s\n%s" %
                            (self.name, START_TIMEOUT, " ".join(argv), tail(self.log)))
@@ -93,9 +96,11 @@ class Cluster:
         self.daemons = []
         mds_dir = os.path.join(self.root, "mds")
         os.makedirs(mds_dir)
-        mds = Daemon("mds", [mds_bin, "--data", mds_dir, "--listen", "127.0.0.1:0"], logs)
+        mds = Daemon("mds", [mds_bin, "--data", mds_dir, "--listen", "127.0.0.1:0",
+                             "--metrics-listen", "127.0.0.1:0"], logs)
         self.daemons.append(mds)
         self.address = mds.address
+        self.mds_metrics = mds.metrics
         for i in range(num_oss):
             ost = os.path.join(self.root, "ost%d" % i)
             os.makedirs(ost)
@@ -472,6 +477,79 @@ class NamespaceTest(unittest.TestCase):
         with FS.open(p, "wb") as f:
             f.write(bytearray(b"abc"))
         self.assertEqual(FS.stat(os.fsencode(str(p))).st_size, 3)
+
+
+def mds_requests(ops):
+    """The MDS's sfs_mds_requests_total summed over ops, from its GET /metrics."""
+    import urllib.request
+    with urllib.request.urlopen("http://%s/metrics" % CLUSTER.mds_metrics, timeout=10) as r:
+        text = r.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        for op in ops:
+            if line.startswith('sfs_mds_requests_total{op="%s"} ' % op):
+                total += float(line.split()[-1])
+    return total
+
+
+class OpenByPathTest(unittest.TestCase):
+    """open() walks the path at the MDS in the open's own request (issue 18):
+    one MDS request whatever the depth, and what a lookup per name would see."""
+
+    OPENISH = ("lookup", "getattr", "open", "open_path", "create", "readdir")
+
+    def setUp(self):
+        self.dir = "/op-" + self.id().rsplit(".", 1)[-1]
+        FS.mkdir(self.dir)
+
+    def test_an_open_of_a_b_c_costs_one_mds_request(self):
+        FS.mkdir(self.dir + "/a")
+        FS.mkdir(self.dir + "/a/b")
+        with FS.open(self.dir + "/a/b/c", "wb") as f:
+            f.write(b"abc")
+        before = mds_requests(self.OPENISH)
+        f = FS.open(self.dir + "/a/b/c")
+        self.assertEqual(mds_requests(self.OPENISH) - before, 1)
+        self.assertEqual(f.read(), b"abc")
+        f.close()
+
+    def test_a_rename_or_unlink_by_another_client_is_seen_at_the_next_open(self):
+        with FS.open(self.dir + "/x", "wb") as f:
+            f.write(b"old")
+        with FS.open(self.dir + "/y", "wb") as f:
+            f.write(b"new")
+        with FS.open(self.dir + "/x") as f:
+            self.assertEqual(f.read(), b"old")
+        with stripefs.connect(CLUSTER.address, rpc_timeout=20) as other:
+            other.rename(self.dir + "/y", self.dir + "/x")
+            with FS.open(self.dir + "/x") as f:
+                self.assertEqual(f.read(), b"new")
+            other.unlink(self.dir + "/x")
+            with self.assertRaises(FileNotFoundError):
+                FS.open(self.dir + "/x")
+
+    def test_errors_are_those_of_a_lookup_per_name(self):
+        FS.mkdir(self.dir + "/d")
+        FS.open(self.dir + "/d/f", "wb").close()
+        root = stripefs.connect(CLUSTER.address, uid=0, gid=0)
+        self.addCleanup(root.close)
+        root.mkdir(self.dir + "/locked", 0o700)  # root's, whoever runs the test
+        root.open(self.dir + "/locked/g", "wb").close()
+        cases = [(self.dir + "/d/f/x", NotADirectoryError, errno.ENOTDIR),
+                 (self.dir + "/d/missing/f", FileNotFoundError, errno.ENOENT),
+                 (self.dir + "/d/" + "n" * 256, OSError, errno.ENAMETOOLONG),
+                 (self.dir + "/d", IsADirectoryError, errno.EISDIR)]
+        for path, exc, code in cases:
+            with self.assertRaises(exc) as cm:
+                FS.open(path)
+            self.assertEqual(cm.exception.errno, code, path[:80])
+        with stripefs.connect(CLUSTER.address, uid=1000, gid=1000) as user:
+            with self.assertRaises(PermissionError):
+                user.open(self.dir + "/locked/g")
+            with user.open(self.dir + "/d/../d/./f") as f:
+                self.assertEqual(f.read(), b"")
+        with root.open(self.dir + "/locked/g") as f:  # root may search it
+            self.assertEqual(f.read(), b"")
 
 
 class FileModesTest(unittest.TestCase):
