@@ -84,7 +84,7 @@ KeyRotator::Rotation KeyRotator::RotateNow(int64_t now_ms) {
 }
 
 void KeyRing::Install(std::vector<PublishedKey> keys) {
-  if (keys.size() > kMaxKeys) keys.resize(kMaxKeys);
+  if (keys.size() > kMaxKeys) keys.erase(keys.begin(), keys.end() - kMaxKeys);
   auto set = std::make_shared<const Set>(std::move(keys));
   std::lock_guard lock(mu_);
   set_ = std::move(set);

@@ -97,7 +97,8 @@ class KeyRing {
  public:
   static constexpr size_t kMaxKeys = 8;
 
-  // Replaces the keys with what the MDS published (the first kMaxKeys).
+  // Replaces the keys with what the MDS published, oldest first: the last
+  // kMaxKeys of them (the newest, which the current and next are).
   void Install(std::vector<PublishedKey> keys);
   // The key named id, or nullopt: unknown, or retired by the MDS.
   std::optional<ClusterKey> Find(uint32_t id) const;

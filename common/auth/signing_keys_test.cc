@@ -109,12 +109,16 @@ TEST(KeyRingTest, AKeyOfTheSameIdButOtherBytesDoesNotVerify) {
   EXPECT_EQ(Verify(TokenFor({std::string(32, 'b'), 7}, 100), ring, 1).status().code(), EACCES);
 }
 
-TEST(KeyRingTest, KeepsAtMostTheLastFewKeys) {
-  std::vector<PublishedKey> many;
-  for (uint32_t i = 0; i < 20; ++i) many.push_back({ClusterKey{std::string(32, 'x'), i + 2}, false});
+TEST(KeyRingTest, KeepsAtMostTheNewestFewKeys) {
+  std::vector<PublishedKey> many;  // oldest first, as the MDS publishes them
+  for (uint32_t i = 0; i < 20; ++i) many.push_back({ClusterKey{std::string(32, 'x'), i + 2}, i == 18});
   KeyRing ring;
   ring.Install(many);
   EXPECT_EQ(ring.ids().size(), KeyRing::kMaxKeys);
+  EXPECT_FALSE(ring.Has(2));
+  EXPECT_TRUE(ring.Has(21));  // the next key
+  ASSERT_TRUE(ring.Current().has_value());
+  EXPECT_EQ(ring.Current()->id, 20u);
 }
 
 }  // namespace
