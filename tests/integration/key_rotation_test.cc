@@ -238,6 +238,39 @@ TEST_F(KeyRotationTest, AnMdsRestartMakesNewKeysAndAWriterOnTheMountSeesNoError)
   EXPECT_EQ(writer.error(), "");
 }
 
+// OSSes that beat every 4 s, an MDS with a short recovery window: after an
+// MDS restart a client gets tokens of the new keys before an OSS has learnt
+// them. Its reads are refused (unknown key) and retried until the OSS's next
+// heartbeat brings the key, with no error. The restart is repeated until an
+// OSS log shows such a refusal (its heartbeat may happen to come first).
+class SlowHeartbeatTest : public KeyRotationTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o = KeyRotationTest::Options();
+    o.heartbeat_ms = 4000;
+    o.ost_timeout_ms = 20000;
+    o.mds_args = {"--recovery-window-ms", "200"};
+    return o;
+  }
+};
+
+TEST_F(SlowHeartbeatTest, ATokenOfAKeyAnOssHasNotLearntYetIsRetriedNotFailed) {
+  bool refused_seen = false;
+  for (int attempt = 0; attempt < 4 && !refused_seen; ++attempt) {
+    ASSERT_TRUE(cluster().KillMds().ok());
+    ASSERT_TRUE(cluster().RestartMds().ok());
+    client::Attr attr;
+    auto f = client_->Open(kRoot, file_->ino(), O_RDONLY, &attr);  // a token of the new keys
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    std::vector<uint8_t> got(kLen);
+    auto n = client_->Read(**f, 0, got);
+    ASSERT_TRUE(n.ok()) << "attempt " << attempt << ": " << n.status().ToString();
+    EXPECT_EQ(got, std::vector<uint8_t>(kLen, 'w'));
+    refused_seen = OssLogs().find("unknown or retired key") != std::string::npos;
+  }
+  EXPECT_TRUE(refused_seen) << "no OSS ever met a key it had not learnt: nothing was tested";
+}
+
 // As an OSS would (the test holds the cluster key): register again the OSS
 // that serves OST 0, under its own uuid and address (idempotent), and read
 // the MDS's answer as raw bytes.
