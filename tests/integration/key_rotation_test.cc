@@ -5,7 +5,8 @@
 // retired key is refused EACCES by every OSS. The keys cross the wire only
 // sealed: a registration's answer, read as raw bytes by a test that proves
 // the key as an OSS, opens to the keys that sign the MDS's tokens, and
-// contains none of them in clear. The cluster key signs no capability.
+// contains none of them in clear. The cluster key signs no capability. A
+// client whose new token names a key an OSS has not learnt yet retries.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
