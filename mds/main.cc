@@ -56,6 +56,7 @@ constexpr const char* kUsage =
     "[--commit-interval-ms N (default 1000 with replay; without, 0 = commit before every reply)] [--lease-ms N (0 = no metadata leases)] [--inline on|off] "
     "[--io-threads N] [--transport=auto|tcp|rdma] [--max-inflight-mib N] [--lock-grace-ms N] [--rebuild-mibps N] [--scrub-call-ms N] "
     "[--metrics-listen HOST:PORT (serve GET /metrics there; port 0 prints METRICS host:port)] "
+    "[--cap-key-period-s N (default 900: how long one capability signing key signs, with --cluster-key)] "
     "[--cluster-key FILE (mode 0600: sign capabilities the OSSes check)]";
 
 struct Flags {
@@ -82,6 +83,8 @@ struct Flags {
   std::string cluster_key;     // "" = no capabilities (docs/security.md)
   // Not in the usage: shortened only by tests of renewal (capability_test).
   int64_t capability_lifetime_s = auth::kCapabilityLifetimeSec;
+  // How long one capability signing key signs (common/auth/signing_keys.h).
+  int64_t cap_key_period_s = auth::kDefaultKeyPeriodSec;
 };
 
 [[noreturn]] void UsageError(const std::string& why) {
@@ -156,6 +159,8 @@ Flags ParseFlags(const std::vector<config::Arg>& args) {
       f.metrics_listen = value;
     } else if (a == "--cluster-key") {
       f.cluster_key = value;
+    } else if (a == "--cap-key-period-s") {
+      f.cap_key_period_s = ParseMs(where, a, v);  // a positive integer
     } else if (a == "--capability-lifetime-s") {
       f.capability_lifetime_s = ParseMs(where, a, v);  // a positive integer
     } else if (a == "--transport") {
@@ -275,6 +280,16 @@ int Run(Flags flags, const sigset_t& stop_signals) {
     key = std::move(*loaded);
     LOG_INFO("cluster key " << flags.cluster_key << ": layouts carry capabilities, OSSes must prove the key");
   }
+  // The capability signing keys: new random ones every run and period; the
+  // OSSes get them sealed in their heartbeats' answers (docs/security.md).
+  std::unique_ptr<auth::KeyRotator> signing;
+  if (key.has_value()) {
+    signing = std::make_unique<auth::KeyRotator>(flags.cap_key_period_s * 1000,
+                                                 flags.capability_lifetime_s * 1000,
+                                                 auth::kForcedRotationPublishMs);
+    LOG_INFO("capability signing key " << signing->Current(auth::NowUnixMs()).id << ", rotated every "
+                                       << flags.cap_key_period_s << " s");
+  }
   OstRegistry osts(store->get());
   NamespaceOptions nopts;
   nopts.client_timeout_ms = flags.client_timeout_ms;
@@ -295,7 +310,7 @@ int Run(Flags flags, const sigset_t& stop_signals) {
     return 1;
   }
   std::unique_ptr<rpc::IoContext> io = rpc::IoContext::Create(1);
-  OssDestroyer destroyer(io.get(), key);
+  OssDestroyer destroyer(io.get(), signing.get());
   DestroyQueue queue(store->get(), &osts, &destroyer);
   ns.SetDestroyNotifier([&queue] { queue.Notify(); });
   // Destroys wait a moment so that one commit covers a burst of unlinks.
@@ -337,11 +352,12 @@ int Run(Flags flags, const sigset_t& stop_signals) {
       },
   });
   // Stale mirror copies are resynced once their OSS is back (docs/redundancy.md).
-  MirrorResyncer resyncer(&ns, &osts, io.get(), std::chrono::milliseconds(1000), key, &locks);
+  MirrorResyncer resyncer(&ns, &osts, io.get(), std::chrono::milliseconds(1000), signing.get(),
+                         &locks);
   resyncer.set_rate_mibps(flags.rebuild_mibps);
   resyncer.set_scrub_call(std::chrono::milliseconds(flags.scrub_call_ms));
   MdsService service(&ns, &osts, &leases);
-  if (key.has_value()) service.set_cluster_key(*key);
+  if (key.has_value()) service.set_cluster_key(*key, signing.get());
   service.set_rebuild_status([&resyncer](proto::RebuildStatusResp* out) { resyncer.FillStatus(out); });
   service.set_rebuild_kick([&resyncer] { resyncer.Kick(); });
   service.set_scrub([&resyncer](const proto::ScrubReq& req, proto::ScrubResp* out) {

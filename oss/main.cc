@@ -272,9 +272,10 @@ int Serve(const Flags& flags, Stores& stores, KvStores& kvs, const sigset_t& sig
     sfs::Result<sfs::auth::ClusterKey> key = sfs::auth::LoadKey(flags.cluster_key);
     if (!key.ok()) return Fail(key.status());
     key_bytes = key->bytes;
-    service.set_cluster_key(std::move(*key));
+    service.require_capabilities();
     LOG_INFO("cluster key " << flags.cluster_key
-                            << ": capabilities checked, registration authenticated");
+                            << ": capabilities checked (under the MDS's rotating signing keys), "
+                               "registration authenticated");
   }
   // Metrics (off by default): declared before the server so they outlive it.
   metrics::Registry registry;
@@ -328,7 +329,10 @@ int Serve(const Flags& flags, Stores& stores, KvStores& kvs, const sigset_t& sig
     qos.SetRules(std::move(rules));
   };
   ropts.cluster_key = key_bytes;
-  if (!key_bytes.empty()) ropts.revocations = service.revocations();
+  if (!key_bytes.empty()) {
+    ropts.revocations = service.revocations();
+    ropts.signing_keys = service.signing_keys();
+  }
   ropts.copy_fence = service.copy_fence();
   // A refusal by the MDS (docs/security.md "OSS <-> MDS") ends the process
   // with its reason: SIGTERM wakes the sigwait below.

@@ -1156,6 +1156,10 @@ Status Client::TenantAdmin(const Cred& c, const std::string& req, std::string* r
   return impl_->mds->TenantAdmin(c, req, resp);
 }
 
+Status Client::CapKeyAdmin(const Cred& c, const std::string& req, std::string* resp) {
+  return impl_->mds->CapKeyAdmin(c, req, resp);
+}
+
 Result<std::string> Client::KvCapability() { return impl_->mds->KvGrant(); }
 
 Status Client::QosRemove(const Cred& c, std::string_view name) {

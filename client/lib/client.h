@@ -513,6 +513,9 @@ class Client {
   // `sfs tenant` (issue 17): one serialized proto::TenantReq in, the
   // serialized TenantResp out (the CLI owns the format; root only).
   Status TenantAdmin(const Cred& c, const std::string& req, std::string* resp);
+  // `sfs key status|rotate`: one serialized proto::CapKeyReq in, the
+  // serialized CapKeyResp out (root only).
+  Status CapKeyAdmin(const Cred& c, const std::string& req, std::string* resp);
   // A capability for the KV-cache tier as this client's tenant (the one it
   // authenticated as at Connect; the default tenant without one), signed by
   // the MDS, for kv::KvOptions::capability. Good for the MDS's capability

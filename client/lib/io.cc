@@ -80,8 +80,12 @@ std::vector<Piece*> TakeBadCrcReads(const std::vector<Piece*>& pieces) {
   return again;
 }
 
+// Refused for a key the OSS does not hold, with a token already renewed.
+bool KeyNotYetKnown(const Piece& p) { return p.unknown_key && p.renewed; }
+
 // The OSS could not be reached or does not serve the OST: a fresh map may help.
 bool Unreachable(const Piece& p) {
+  if (KeyNotYetKnown(p)) return true;  // as ESTALE: the same call again, after a backoff
   if (p.destroyed) return false;  // no map can bring a destroyed object back
   if (p.stale_copy) return false;  // the OSS answered: another copy is the cure
   if (BadCrc(p)) return false;    // it answered; another map will not change the bytes
@@ -225,6 +229,7 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
   p.destroyed = false;
   p.fenced = false;
   p.stale_copy = false;
+  p.unknown_key = false;
   if (!st.ok()) {
     p.status = std::move(st);
     return;
@@ -240,6 +245,7 @@ void Decode(Piece& p, Status st, const rpc::Response& resp) {
     p.destroyed = r.status().code() == ESTALE && r.object_destroyed();
     p.fenced = r.status().code() == ESTALE && r.fenced();
     p.stale_copy = r.status().code() == ESTALE && r.stale_copy();
+    p.unknown_key = r.status().code() == EACCES && r.unknown_key();
     return;
   }
   // The OSS sends exactly `length` bytes; should it send fewer, the rest are
@@ -484,7 +490,11 @@ Status Striper::Run(std::vector<Piece>& pieces) {
     pending.clear();
     for (Piece* p : failed) {
       bool moved = pool_->Find(p->ost) != p->channel;
-      bool early = p->status.code() == ESTALE && Clock::now() - start < timeout;
+      // A renewed capability of a key the OSS has not learnt yet (the MDS
+      // restarted or rotated since its last heartbeat): it will, within a
+      // heartbeat or two (docs/security.md "Rotating signing keys").
+      bool early = (p->status.code() == ESTALE || KeyNotYetKnown(*p)) &&
+                   Clock::now() - start < timeout;
       if (moved || early) pending.push_back(p);
       moved_any |= moved;
     }

@@ -38,6 +38,9 @@ struct Striper::Piece {
   bool destroyed = false;     // ESTALE: the OSS destroyed the object (a stale layout)
   bool mirror_copy = false;   // read: one copy of a mirrored file (OssRequest.mirror_copy)
   bool stale_copy = false;    // ESTALE + stale_copy: the MDS has that copy not ok (the fence)
+  // EACCES + unknown_key: the OSS does not hold the key the capability names
+  // (retired: renewal cures it; newer than its last heartbeat: waiting does).
+  bool unknown_key = false;
   uint64_t blocks = 0;        // stat result
   bool oss_verifies = false;  // read: asked again after a bad crc; the OSS checks the bytes
   // kWriteV: the extents (their data back to back in `gathered`, which `out`

@@ -145,6 +145,8 @@ class MdsClient {
   void SetKeySource(std::function<Result<std::string>()> load) { key_source_ = std::move(load); }
   // One TenantReq (`sfs tenant`): serialized TenantReq in, TenantResp out.
   Status TenantAdmin(const Cred& c, const std::string& req, std::string* resp);
+  // CapKeyReq in, CapKeyResp out (serialized), as TenantAdmin.
+  Status CapKeyAdmin(const Cred& c, const std::string& req, std::string* resp);
   // The MDS's KV-tier capability for this client's tenant (KvGrantReq): ""
   // when the MDS has no cluster key.
   Result<std::string> KvGrant();

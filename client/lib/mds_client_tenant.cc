@@ -62,6 +62,15 @@ Status MdsClient::TenantAdmin(const Cred& c, const std::string& req, std::string
   return Status::Ok();
 }
 
+Status MdsClient::CapKeyAdmin(const Cred& c, const std::string& req, std::string* out) {
+  proto::MdsRequest r;
+  if (!r.mutable_cap_key()->ParseFromString(req)) return Status(EINVAL, "bad CapKeyReq");
+  proto::MdsResponse resp;
+  SFS_RETURN_IF_ERROR(Call(&c, &r, &resp));
+  *out = resp.cap_key().SerializeAsString();
+  return Status::Ok();
+}
+
 Result<std::string> MdsClient::KvGrant() {
   proto::MdsRequest r;
   r.mutable_kv_grant();

@@ -5,7 +5,7 @@
 namespace sfs::auth {
 
 Result<std::shared_ptr<const Capability>> CapabilityCache::Verify(std::string_view token,
-                                                                  const ClusterKey& key,
+                                                                  const KeyRing& ring,
                                                                   int64_t now) {
   Shard& s = shards_[std::hash<std::string_view>{}(token) % kShards];
   {
@@ -16,11 +16,16 @@ Result<std::shared_ptr<const Capability>> CapabilityCache::Verify(std::string_vi
         s.map.erase(it);
         return Status::Errno(EACCES, "capability expired");
       }
+      if (!ring.Has(it->second->key_id)) {
+        const uint32_t id = it->second->key_id;
+        s.map.erase(it);
+        return UnknownKey(id);
+      }
       ++s.hits;
       return it->second;
     }
   }
-  Result<Capability> cap = auth::Verify(token, key, now);
+  Result<Capability> cap = auth::Verify(token, ring, now);
   if (!cap.ok()) return cap.status();
   auto shared = std::make_shared<const Capability>(std::move(*cap));
   std::lock_guard lock(s.mu);

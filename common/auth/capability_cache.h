@@ -5,7 +5,7 @@
 // finds it here by its bytes: a hash lookup instead of an HMAC-SHA256 (whose
 // OpenSSL 3 one-shot form also fetches the digest and builds a context each
 // call). Keyed by the exact token bytes, a hit is what verifying those bytes
-// again would say, except for expiry, which is checked on every hit. Only
+// again would say, except for expiry and the key's retirement, checked on every hit. Only
 // tokens that verified are kept, so a forged token pays the MAC every time.
 // Bounded: a shard that fills up is emptied (tokens are re-verified once).
 //
@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "common/auth/capability.h"
+#include "common/auth/signing_keys.h"
 
 namespace sfs::auth {
 
@@ -28,9 +29,10 @@ class CapabilityCache {
   static constexpr size_t kShards = 16;
   static constexpr size_t kPerShard = 2048;
 
-  // Verify(token, key, now), from the cache when the token verified before.
-  // REQUIRES: the same key on every call (one per OSS).
-  Result<std::shared_ptr<const Capability>> Verify(std::string_view token, const ClusterKey& key,
+  // Verify(token, ring, now), from the cache when the token verified before
+  // and ring still holds the key it names (a retired key's tokens are
+  // refused from the cache too). REQUIRES: the same ring on every call.
+  Result<std::shared_ptr<const Capability>> Verify(std::string_view token, const KeyRing& ring,
                                                    int64_t now);
   size_t size() const;
   uint64_t hits() const;

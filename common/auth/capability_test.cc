@@ -3,6 +3,7 @@
 // with loose modes are refused.
 #include "common/auth/capability.h"
 #include "common/auth/capability_cache.h"
+#include "common/auth/signing_keys.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
@@ -143,38 +144,57 @@ TEST(CapabilityTest, KeyFiles) {
 
 TEST(CapabilityCacheTest, AHitSaysWhatVerifyingAgainWouldAndChecksExpiry) {
   CapabilityCache cache;
+  KeyRing ring;
+  ring.Install({{TestKey(), true}});
   std::string token = Sign(TestCap(), TestKey());
-  auto first = cache.Verify(token, TestKey(), 999);
+  auto first = cache.Verify(token, ring, 999);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(cache.hits(), 0u);
-  auto second = cache.Verify(token, TestKey(), 999);
+  auto second = cache.Verify(token, ring, 999);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(cache.hits(), 1u);
   EXPECT_EQ(second->get(), first->get());
   EXPECT_TRUE((*second)->Covers(3, 9));
   // Expired: refused from the cache too, and forgotten.
-  auto late = cache.Verify(token, TestKey(), 1000);
+  auto late = cache.Verify(token, ring, 1000);
   EXPECT_EQ(late.status().code(), EACCES);
   EXPECT_EQ(cache.size(), 0u);
 }
 
 TEST(CapabilityCacheTest, AForgedTokenIsNeverCachedAndAlwaysRefused) {
   CapabilityCache cache;
+  KeyRing ring;
+  ring.Install({{TestKey(), true}});
   std::string token = Sign(TestCap(), TestKey());
-  ASSERT_TRUE(cache.Verify(token, TestKey(), 1).ok());
+  ASSERT_TRUE(cache.Verify(token, ring, 1).ok());
   std::string forged = token;
   forged[5] ^= 1;  // the ino, under the same MAC
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(cache.Verify(forged, TestKey(), 1).status().code(), EACCES);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(cache.Verify(forged, ring, 1).status().code(), EACCES);
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(cache.hits(), 0u);
 }
 
+TEST(CapabilityCacheTest, ACachedTokenOfARetiredKeyIsRefused) {
+  CapabilityCache cache;
+  KeyRing ring;
+  ring.Install({{TestKey(), true}});
+  std::string token = Sign(TestCap(), TestKey());
+  ASSERT_TRUE(cache.Verify(token, ring, 1).ok());
+  ring.Install({{TestKey('n', 2), true}});  // the MDS retired key 1
+  Result<std::shared_ptr<const Capability>> refused = cache.Verify(token, ring, 1);
+  EXPECT_EQ(refused.status().code(), EACCES);
+  EXPECT_TRUE(IsUnknownKey(refused.status()));
+  EXPECT_EQ(cache.size(), 0u);
+}
+
 TEST(CapabilityCacheTest, StaysBounded) {
   CapabilityCache cache;
+  KeyRing ring;
+  ring.Install({{TestKey(), true}});
   Capability c = TestCap();
   for (uint64_t i = 0; i < CapabilityCache::kShards * CapabilityCache::kPerShard * 2; ++i) {
     c.ino = i;
-    ASSERT_TRUE(cache.Verify(Sign(c, TestKey()), TestKey(), 1).ok());
+    ASSERT_TRUE(cache.Verify(Sign(c, TestKey()), ring, 1).ok());
   }
   EXPECT_LE(cache.size(), CapabilityCache::kShards * CapabilityCache::kPerShard);
 }

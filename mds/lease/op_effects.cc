@@ -186,6 +186,10 @@ const Row kRows[] = {
      {.mutating = true,
       .neutral = "hands an OSS a one-use nonce for its next registration or heartbeat "
                  "proof (oss_gate.h): memory only, no namespace record"}},
+    {MdsRequest::kCapKey,
+     {.mutating = true,
+      .neutral = "rotates the capability signing keys (signing_keys.h): memory only, no "
+                 "namespace record"}},
     {MdsRequest::kReplay,
      {.mutating = true,
       .neutral = "re-applies requests the client kept (replay_ops.cc), each under its own "

@@ -282,6 +282,10 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
     Status st = GrantKv(req, resp->mutable_kv_grant());
     if (!st.ok()) resp->clear_result();
     SetStatus(resp, st);
+  } else if (req.op_case() == MdsRequest::kCapKey) {
+    Status st = CapKey(req, resp->mutable_cap_key());
+    if (!st.ok()) resp->clear_result();
+    SetStatus(resp, st);
   } else if (req.op_case() == MdsRequest::kRebuildStatus) {
     if (rebuild_status_) {
       rebuild_status_(resp->mutable_rebuild_status());
@@ -310,7 +314,7 @@ void MdsService::Dispatch(const MdsRequest& req, MdsResponse* resp) {
   if (req.op_case() == MdsRequest::kGetOstMap && !metrics_address_.empty()) {
     resp->mutable_get_ost_map()->set_mds_metrics_address(metrics_address_);
   }
-  if (key_.has_value() && resp->status().code() == 0) {
+  if (signing_ != nullptr && resp->status().code() == 0) {
     NoteRevocations(req, resp);
     SignLayouts(req, resp);
   }

@@ -26,6 +26,7 @@
 
 #include "common/auth/capability.h"
 #include "common/auth/revocation.h"
+#include "common/auth/signing_keys.h"
 #include "common/rpc/rpc.h"
 #include "mds/lease/lease_table.h"
 #include "mds/lock/lock_table.h"
@@ -82,9 +83,12 @@ class MdsService : public rpc::Handler {
   // (oss_gate.h). REQUIRES: set before serving.
   // Capabilities minted before the MDS started are void from its start (it
   // does not know its predecessor's revocations): clients renew them.
-  void set_cluster_key(auth::ClusterKey key) {
-    oss_gate_.set_key(key.bytes);
-    key_ = std::move(key);
+  // signing: the rotating keys that sign capabilities (the cluster key signs
+  // none; it seals them for the OSSes). REQUIRES: signing outlives us.
+  void set_cluster_key(const auth::ClusterKey& key, auth::KeyRotator* signing) {
+    SFS_CHECK(signing != nullptr);
+    oss_gate_.set_key(key.bytes, signing);
+    signing_ = signing;
     revocation_epoch_ = auth::NowUnixMs();
     revocations_.Add({.scope = auth::Revocation::Scope::kAll, .before_ms = revocation_epoch_});
   }
@@ -133,6 +137,9 @@ class MdsService : public rpc::Handler {
   // sign_layouts.cc: a KV-tier capability for the requester's tenant
   // (KvGrantReq); an empty one without a cluster key.
   Status GrantKv(const proto::MdsRequest& req, proto::KvGrantResp* out) const;
+  // sign_layouts.cc: `sfs key status|rotate` (CapKeyReq): root only; ENOTSUP
+  // without a cluster key.
+  Status CapKey(const proto::MdsRequest& req, proto::CapKeyResp* out);
   // lock_ops.cc: answers through done, maybe later (a blocking lock).
   void Lock(const proto::MdsRequest& req, rpc::ReplyFn done);
   // lease_ops.cc
@@ -173,7 +180,7 @@ class MdsService : public rpc::Handler {
   std::function<void(proto::RebuildStatusResp*)> rebuild_status_;
   std::function<void()> rebuild_kick_;
   std::function<Status(const proto::ScrubReq&, proto::ScrubResp*)> scrub_;
-  std::optional<auth::ClusterKey> key_;
+  auth::KeyRotator* signing_ = nullptr;  // null: no cluster key, no capabilities
   int64_t capability_lifetime_s_ = auth::kCapabilityLifetimeSec;
   // Revocations (revocation_ops.cc): chmod/chown and tenant remove/rotate
   // void capabilities minted before them; the OSSes pull them in heartbeats.

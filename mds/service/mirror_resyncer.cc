@@ -34,8 +34,8 @@ int64_t SteadyMs() {
 
 MirrorResyncer::MirrorResyncer(Namespace* ns, OstRegistry* osts, rpc::IoContext* io,
                                std::chrono::milliseconds interval,
-                               std::optional<auth::ClusterKey> key, LockTable* locks)
-    : ns_(ns), osts_(osts), io_(io), interval_(interval), key_(std::move(key)), locks_(locks) {
+                               auth::KeyRotator* keys, LockTable* locks)
+    : ns_(ns), osts_(osts), io_(io), interval_(interval), keys_(keys), locks_(locks) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -181,10 +181,10 @@ std::string MirrorResyncer::Payload(const proto::OssRequest& req) const {
     job.set_job_id(kResyncJobId);
     payload += job.SerializeAsString();
   }
-  if (key_.has_value()) {
+  if (keys_ != nullptr) {
     // Appended as field 7 (capabilities): a serialized message may be extended so.
     proto::OssRequest tokened;
-    tokened.add_capabilities(auth::ServerToken(*key_));
+    tokened.add_capabilities(auth::ServerToken(keys_->Current(auth::NowUnixMs())));
     payload += tokened.SerializeAsString();
   }
   return payload;

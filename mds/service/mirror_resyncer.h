@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/auth/capability.h"
+#include "common/auth/signing_keys.h"
 #include "common/rpc/rpc.h"
 #include "mds/namespace/namespace.h"
 #include "mds/lock/lock_table.h"
@@ -55,7 +56,7 @@ class MirrorResyncer {
   // Without, only files no one has open for write.
   MirrorResyncer(Namespace* ns, OstRegistry* osts, rpc::IoContext* io,
                  std::chrono::milliseconds interval,
-                 std::optional<auth::ClusterKey> key = std::nullopt,
+                 auth::KeyRotator* keys = nullptr,
                  LockTable* locks = nullptr);
   ~MirrorResyncer();
   MirrorResyncer(const MirrorResyncer&) = delete;
@@ -163,7 +164,7 @@ class MirrorResyncer {
   OstRegistry* const osts_;
   rpc::IoContext* const io_;
   const std::chrono::milliseconds interval_;
-  const std::optional<auth::ClusterKey> key_;  // set: calls carry a server token
+  auth::KeyRotator* const keys_;  // set: calls carry a server token
   LockTable* const locks_;
   std::mutex channels_mu_;
   std::map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // GUARDED_BY(channels_mu_)

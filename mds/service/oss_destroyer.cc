@@ -51,7 +51,7 @@ OssDestroyer::Call OssDestroyer::StartBatch(const std::vector<Item>& items,
   proto::OssRequest req;
   req.set_ost(items[idx[0]].ost);
   for (size_t i : idx) req.mutable_destroy_batch()->add_oids(items[i].oid);
-  if (key_.has_value()) req.add_capabilities(auth::ServerToken(*key_));
+  if (keys_ != nullptr) req.add_capabilities(auth::ServerToken(keys_->Current(auth::NowUnixMs())));
   Call c;
   c.ch = ChannelFor(items[idx[0]].address);
   c.pending = c.ch->Start(rpc::kServiceOss, req.SerializeAsString(), {}, {}, Options(idx.size()));
@@ -87,7 +87,7 @@ void OssDestroyer::DestroyEach(const std::vector<Item>& items, const std::vector
     req.set_ost(items[i].ost);
     req.set_oid(items[i].oid);
     req.mutable_destroy();
-    if (key_.has_value()) req.add_capabilities(auth::ServerToken(*key_));
+    if (keys_ != nullptr) req.add_capabilities(auth::ServerToken(keys_->Current(auth::NowUnixMs())));
     rpc::Channel* ch = ChannelFor(items[i].address);
     calls.emplace_back(ch, ch->Start(rpc::kServiceOss, req.SerializeAsString(), {}, {}, Options()));
   }

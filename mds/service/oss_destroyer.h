@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/auth/capability.h"
+#include "common/auth/signing_keys.h"
 #include "common/rpc/rpc.h"
 #include "mds/namespace/destroy_queue.h"
 
@@ -24,10 +25,10 @@ class OssDestroyer : public ObjectDestroyer {
   static constexpr size_t kMaxPerCall = 1024;  // <= OssService::kMaxDestroyBatch
 
   // REQUIRES: io outlives this object.
-  // key: the cluster key, if the OSSes check capabilities (its calls then
-  // carry a server token, capability.h).
-  explicit OssDestroyer(rpc::IoContext* io, std::optional<auth::ClusterKey> key = std::nullopt)
-      : io_(io), key_(std::move(key)) {}
+  // keys: the MDS's signing keys, if the OSSes check capabilities (its calls
+  // then carry a server token, capability.h). REQUIRES: keys outlives this.
+  explicit OssDestroyer(rpc::IoContext* io, auth::KeyRotator* keys = nullptr)
+      : io_(io), keys_(keys) {}
   std::vector<Status> Destroy(const std::vector<Item>& items) override;
 
  private:
@@ -41,7 +42,7 @@ class OssDestroyer : public ObjectDestroyer {
                    std::vector<Status>* out);
 
   rpc::IoContext* const io_;
-  const std::optional<auth::ClusterKey> key_;
+  auth::KeyRotator* const keys_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // GUARDED_BY(mu_)
 };

@@ -2,7 +2,10 @@
 // tenants' gate on every path a request takes.
 #include "mds/service/oss_gate.h"
 
+#include <openssl/crypto.h>
+
 #include "common/auth/cluster_auth.h"
+#include "common/auth/key_wrap.h"
 #include "common/auth/tenant_auth.h"
 #include "common/log.h"
 #include "mds/namespace/namespace.h"
@@ -103,6 +106,17 @@ bool OssGate::Admit(const MdsRequest& r, MdsResponse* resp, std::optional<Seal>*
 
 void OssGate::Sign(const Seal& seal, const MdsRequest& r, MdsResponse* resp) const {
   if (resp->status().code() != 0) return;
+  if (signing_ != nullptr) {
+    // Fresh per answer: the nonces salt the wrapping key (key_wrap.h).
+    std::string wrap = auth::KeyWrapKey(*key_, seal.oss_nonce, seal.nonce, r.client_id());
+    std::string sealed = auth::SealKeys(wrap, signing_->Published(auth::NowUnixMs()));
+    OPENSSL_cleanse(wrap.data(), wrap.size());
+    if (r.op_case() == MdsRequest::kRegisterOss) {
+      resp->mutable_register_oss()->set_cap_keys(std::move(sealed));
+    } else {
+      resp->mutable_heartbeat()->set_cap_keys(std::move(sealed));
+    }
+  }
   std::string result = r.op_case() == MdsRequest::kRegisterOss
                            ? resp->register_oss().SerializeAsString()
                            : resp->heartbeat().SerializeAsString();

@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/auth/signing_keys.h"
 #include "common/status.h"
 #include "mds.pb.h"
 
@@ -27,8 +28,13 @@ class OssGate {
  public:
   static constexpr int64_t kNonceLifetimeMs = 30000;
 
-  // REQUIRES: before serving. key: the cluster key's 32 bytes.
-  void set_key(std::string key) { key_ = std::move(key); }
+  // REQUIRES: before serving; signing outlives us. key: the cluster key's
+  // 32 bytes. Every sealed answer carries signing's published keys,
+  // encrypted under a key derived from it (common/auth/key_wrap.h).
+  void set_key(std::string key, auth::KeyRotator* signing) {
+    key_ = std::move(key);
+    signing_ = signing;
+  }
   bool keyed() const { return key_.has_value(); }
 
   // The nonces an authenticated request's answer is sealed with.
@@ -40,7 +46,8 @@ class OssGate {
   // refusal). False: go on; *seal is set for an authenticated register or
   // heartbeat, whose OK answer then goes through Sign.
   bool Admit(const proto::MdsRequest& r, proto::MdsResponse* resp, std::optional<Seal>* seal);
-  // Sets resp's oss_reply_mac if resp is OK. REQUIRES: keyed().
+  // If resp is OK: puts the sealed signing keys in its result, then sets its
+  // oss_reply_mac over that result. REQUIRES: keyed().
   void Sign(const Seal& seal, const proto::MdsRequest& r, proto::MdsResponse* resp) const;
 
  private:
@@ -53,6 +60,7 @@ class OssGate {
     int64_t expires_ms = 0;
   };
   std::optional<std::string> key_;
+  auth::KeyRotator* signing_ = nullptr;
   std::mutex mu_;
   std::unordered_map<uint64_t, Pending> pending_;  // GUARDED_BY(mu_), by client id
 };

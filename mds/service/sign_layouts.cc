@@ -38,7 +38,8 @@ uint32_t OpenRights(uint32_t open_flags) {
 }  // namespace
 
 void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* resp) const {
-  const auth::ClusterKey& key = *key_;
+  // The key that signs now (signing_keys.h): named by key_id in the token.
+  auto current = [this] { return signing_->Current(auth::NowUnixMs()); };
   switch (req.op_case()) {
     case proto::MdsRequest::kOpen:
     case proto::MdsRequest::kOpenPath:
@@ -51,7 +52,7 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       // Write only if this open may write: the OSSes then refuse writes
       // through a read-only open even from a client that ignores its mode.
       const uint64_t ino = o->attr().ino();
-      Attach(key, capability_lifetime_s_, MintTimeMs(ino, req.tenant()), req.tenant(), ino,
+      Attach(current(), capability_lifetime_s_, MintTimeMs(ino, req.tenant()), req.tenant(), ino,
              OpenRights(flags), o->mutable_layout());
       return;
     }
@@ -73,7 +74,7 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       if (CheckAccess(cred, *attr, kMayRead).ok()) rights |= auth::kRead;
       if (CheckAccess(cred, *attr, kMayWrite).ok()) rights |= auth::kWrite;
       if (rights == 0) return;  // no capability: the OSSes refuse its requests
-      Attach(key, capability_lifetime_s_, MintTimeMs(ino, req.tenant()), req.tenant(), ino,
+      Attach(current(), capability_lifetime_s_, MintTimeMs(ino, req.tenant()), req.tenant(), ino,
              rights, resp->mutable_get_layout()->mutable_layout());
       return;
     }
@@ -83,6 +84,7 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
       proto::MigrateBeginResp* m = resp->mutable_migrate_begin();
       uint64_t ino = req.migrate_begin().ino();
       const int64_t issued = MintTimeMs(ino, req.tenant());
+      const auth::ClusterKey key = current();
       Attach(key, capability_lifetime_s_, issued, req.tenant(), ino, auth::kRead | auth::kWrite,
              m->mutable_old_layout());
       Attach(key, capability_lifetime_s_, issued, req.tenant(), ino, auth::kRead | auth::kWrite,
@@ -95,7 +97,7 @@ void MdsService::SignLayouts(const proto::MdsRequest& req, proto::MdsResponse* r
 }
 
 Status MdsService::GrantKv(const proto::MdsRequest& req, proto::KvGrantResp* out) const {
-  if (!key_.has_value()) return Status::Ok();  // the OSSes check nothing: no token needed
+  if (signing_ == nullptr) return Status::Ok();  // the OSSes check nothing: no token needed
   uint32_t kv_id = 0;                          // the default tenant's
   if (!req.tenant().empty()) {
     SFS_ASSIGN_OR_RETURN(proto::TenantRec rec, ns_->GetTenant(req.tenant()));
@@ -110,11 +112,39 @@ Status MdsService::GrantKv(const proto::MdsRequest& req, proto::KvGrantResp* out
   cap.tenant = req.tenant();
   cap.kv_tenant = kv_id;
   cap.rights = auth::kKv;
-  cap.key_id = key_->id;
+  const auth::ClusterKey key = signing_->Current(auth::NowUnixMs());
+  cap.key_id = key.id;
   cap.expiry = auth::NowUnix() + capability_lifetime_s_;
   cap.issued_ms = MintTimeMs(0, req.tenant());
-  out->set_capability(auth::Sign(cap, *key_));
+  out->set_capability(auth::Sign(cap, key));
   out->set_expiry(cap.expiry);
+  return Status::Ok();
+}
+
+Status MdsService::CapKey(const proto::MdsRequest& req, proto::CapKeyResp* out) {
+  if (req.cred().uid() != 0) return Status::Errno(EPERM, "only root may see or rotate keys");
+  if (signing_ == nullptr) {
+    return Status::Errno(ENOTSUP, "this MDS has no cluster key: capabilities are off, no key signs");
+  }
+  const int64_t now = auth::NowUnixMs();
+  if (req.cap_key().rotate()) {
+    auth::KeyRotator::Rotation r = signing_->RotateNow(now);
+    out->set_new_id(r.new_id);
+    out->set_signs_from_ms(r.signs_from_ms);
+    std::string retiring;
+    for (uint32_t id : r.retiring) {
+      out->add_retiring_ids(id);
+      retiring += " " + std::to_string(id);
+    }
+    LOG_WARN("capability signing keys: forced rotation (client " << req.client_id()
+             << "): key " << r.new_id << " signs in " << r.signs_from_ms - now
+             << " ms; then retired:" << retiring);
+  }
+  for (const auth::PublishedKey& k : signing_->Published(now)) {
+    out->add_published_ids(k.key.id);
+    if (k.current) out->set_current_id(k.key.id);
+  }
+  out->set_period_s(signing_->period_ms() / 1000);
   return Status::Ok();
 }
 

@@ -98,6 +98,7 @@ bool AdminOp(MdsRequest::OpCase op) {
     case MdsRequest::kPool:
     case MdsRequest::kQos:
     case MdsRequest::kTenantAdmin:
+    case MdsRequest::kCapKey:
     case MdsRequest::kMigrateBegin:
     case MdsRequest::kMigrateCommit:
       return true;

@@ -207,9 +207,12 @@ TEST_F(TenantGateTest, RotationRefusesTheOldKeyAndEndsItsSessions) {
 // The capabilities a session gets name its tenant (the OSSes' only source
 // for it), and a tenant's KV number is never given twice.
 TEST_F(TenantGateTest, CapabilitiesCarryTheSessionsTenantAndKvNumbersAreNeverReused) {
-  auth::ClusterKey key;
-  key.bytes.assign(32, 'C');
-  service_->set_cluster_key(key);
+  auth::ClusterKey cluster_key;
+  cluster_key.bytes.assign(32, 'C');
+  auth::KeyRotator signing(60'000, 600'000, 3'000);
+  service_->set_cluster_key(cluster_key, &signing);
+  auth::KeyRing key;  // what an OSS holds: the published signing keys
+  key.Install(signing.Published(auth::NowUnixMs()));
   ASSERT_EQ(Call(Answer(7, Nonce(7), key_)).status().code(), 0);
 
   proto::MdsRequest create = AsTenant(7);
@@ -223,6 +226,10 @@ TEST_F(TenantGateTest, CapabilitiesCarryTheSessionsTenantAndKvNumbersAreNeverReu
   auto cap = auth::Verify(created.open().layout().capability(), key, auth::NowUnix());
   ASSERT_TRUE(cap.ok()) << cap.status().ToString();
   EXPECT_EQ(cap->tenant, "ta");
+  // Signed with the current rotating key, not the cluster key.
+  EXPECT_EQ(cap->key_id, signing.Current(auth::NowUnixMs()).id);
+  EXPECT_FALSE(
+      auth::Verify(created.open().layout().capability(), cluster_key, auth::NowUnix()).ok());
   // The default tenant's (no session) name none.
   proto::MdsRequest plain;
   plain.set_client_id(1);

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <random>
 
+#include <openssl/crypto.h>
+
 #include "common/auth/cluster_auth.h"
+#include "common/auth/key_wrap.h"
 #include "common/auth/tenant_auth.h"
 #include "common/log.h"
 #include "mds.pb.h"
@@ -175,6 +178,28 @@ Status Registrar::CallAuthenticated(proto::MdsRequest* req, proto::MdsResponse* 
   if (!auth::MacEqual(want, resp->oss_reply_mac())) {
     return Status::Errno(EACCES, "the MDS's answer is not sealed with this OSS's cluster key "
                                  "(not the cluster's MDS, or another key)");
+  }
+  return InstallKeys(oss_nonce, nonce, reg ? resp->register_oss().cap_keys()
+                                           : resp->heartbeat().cap_keys());
+}
+
+Status Registrar::InstallKeys(const std::string& oss_nonce, const std::string& nonce,
+                              const std::string& sealed) {
+  if (opts_.signing_keys == nullptr) return Status::Ok();
+  if (sealed.empty()) {
+    return Status::Errno(EPROTO, "the MDS sent no capability signing keys (an older MDS: "
+                                 "keep servers of one release)");
+  }
+  std::string wrap = auth::KeyWrapKey(opts_.cluster_key, oss_nonce, nonce, client_id_);
+  Result<std::vector<auth::PublishedKey>> keys = auth::OpenKeys(wrap, sealed);
+  OPENSSL_cleanse(wrap.data(), wrap.size());
+  if (!keys.ok()) return keys.status();
+  std::vector<uint32_t> before = opts_.signing_keys->ids();
+  opts_.signing_keys->Install(std::move(*keys));
+  if (opts_.signing_keys->ids() != before) {
+    std::string ids;
+    for (uint32_t id : opts_.signing_keys->ids()) ids += " " + std::to_string(id);
+    LOG_INFO("capability signing keys from the MDS:" << ids);
   }
   return Status::Ok();
 }

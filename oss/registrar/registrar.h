@@ -17,7 +17,9 @@
 // and carries the MAC of the MDS's nonce, and the MDS's answer is believed
 // only with a valid reply MAC. A refusal no retry can cure (the MDS wants a
 // key we lack, ours is wrong, the MDS has none, or its answer is not
-// sealed with our key) ends the loop and is handed to on_refused.
+// sealed with our key) ends the loop and is handed to on_refused. The
+// sealed answers carry the MDS's capability signing keys, encrypted
+// (key_wrap.h); they are installed in RegistrarOptions::signing_keys.
 //
 // Thread safety: Start() and Stop() are called from one controlling thread.
 // The callback runs on the registrar thread.
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "common/auth/revocation.h"
+#include "common/auth/signing_keys.h"
 #include "common/rpc/rpc.h"
 #include "mds.pb.h"
 #include "oss/service/copy_fence.h"
@@ -65,6 +68,10 @@ struct RegistrarOptions {
   // one it holds; all of them, after a Reset, from another MDS run).
   // Null = none asked for.
   auth::RevocationList* revocations = nullptr;
+  // With a cluster key: receives the MDS's capability signing keys, opened
+  // from every sealed registration and heartbeat answer (key_wrap.h).
+  // Null = not asked for.
+  auth::KeyRing* signing_keys = nullptr;
   // The stale-copy fence (copy_fence.h): armed by the registrar, filled from
   // every heartbeat reply, told how long each wait or call should take.
   // Null = none.
@@ -100,6 +107,10 @@ class Registrar {
   // A keyed OSS's round trip for req (a register or heartbeat): the
   // challenge, then req with its MAC; *resp only if its reply MAC holds.
   Status CallAuthenticated(proto::MdsRequest* req, proto::MdsResponse* resp);
+  // Opens the signing keys sealed in an answer to that exchange and installs
+  // them (opts_.signing_keys).
+  Status InstallKeys(const std::string& oss_nonce, const std::string& nonce,
+                     const std::string& sealed);
   // Sleeps for d unless stopped first; returns false iff stopped.
   bool SleepFor(std::chrono::milliseconds d);
   void LogFailure(const char* what, const Status& st);

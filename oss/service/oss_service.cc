@@ -339,7 +339,7 @@ Status OssService::CheckCapabilities(const OssRequest& oreq) const {
   caps.reserve(static_cast<size_t>(oreq.capabilities_size()));
   Status last;
   for (const std::string& token : oreq.capabilities()) {
-    Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, *key_, now);
+    Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, keys_, now);
     if (cap.ok() && revoked_.Voids(**cap)) {
       last = Status::Errno(EACCES, "capability revoked");
     } else if (cap.ok()) {
@@ -388,12 +388,12 @@ Status OssService::CheckCapabilities(const OssRequest& oreq) const {
 
 OssService::QosWho OssService::WhoForQos(const OssRequest& oreq) const {
   QosWho who{kDefaultTenant, oreq.job_id()};
-  if (!key_.has_value()) return who;
+  if (!keyed_) return who;
   bool server = false;
   const int64_t now = auth::NowUnix();
   for (const std::string& token : oreq.capabilities()) {
     // The cache: CheckCapabilities verifies the same bytes again, for free.
-    Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, *key_, now);
+    Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, keys_, now);
     if (!cap.ok()) continue;
     server = (*cap)->all_objects || ((*cap)->rights & auth::kAdmin) != 0;
     if (!(*cap)->tenant.empty()) who.tenant = (*cap)->tenant;
@@ -405,12 +405,12 @@ OssService::QosWho OssService::WhoForQos(const OssRequest& oreq) const {
 
 Result<uint32_t> OssService::KvTenant(const OssRequest& oreq) const {
   constexpr uint32_t kDefaultTenant = 0;
-  if (!key_.has_value()) return kDefaultTenant;
+  if (!keyed_) return kDefaultTenant;
   if (oreq.capabilities_size() == 0) return Status::Errno(EACCES, "no capability for the kv tier");
   const int64_t now = auth::NowUnix();
   Status last;
   for (const std::string& token : oreq.capabilities()) {
-    Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, *key_, now);
+    Result<std::shared_ptr<const auth::Capability>> cap = verified_.Verify(token, keys_, now);
     if (!cap.ok()) {
       last = cap.status();
     } else if (revoked_.Voids(**cap)) {
@@ -429,6 +429,7 @@ void OssService::HandleKv(const OssRequest& oreq, rpc::Request& req, rpc::Reply*
   Result<uint32_t> tenant = KvTenant(oreq);
   if (!tenant.ok()) {
     LogDenied(oreq, tenant.status());
+    resp.set_unknown_key(auth::IsUnknownKey(tenant.status()));
     return Finish(tenant.status(), &resp, reply);
   }
   ObjectStore* store = Find(oreq.ost());
@@ -455,14 +456,17 @@ Status OssService::Copy(ObjectStore& dst, const OssRequest& req) const {
   src.oid = c.src_oid();
   src.offset = c.src_offset();
   src.local = Find(c.src_ost());
-  if (key_.has_value()) {
-    // The pull is this OSS's own read, checked by the peer like any other.
+  if (keyed_) {
+    // The pull is this OSS's own read, checked by the peer like any other,
+    // under the MDS's current signing key.
+    std::optional<auth::ClusterKey> key = keys_.Current();
+    if (!key.has_value()) return Status::Errno(EAGAIN, "no signing key from the MDS yet");
     auth::Capability own;
     own.rights = auth::kRead;
     own.all_objects = true;
-    own.key_id = key_->id;
+    own.key_id = key->id;
     own.expiry = auth::NowUnix() + auth::kCapabilityLifetimeSec;
-    src.capability = auth::Sign(own, *key_);
+    src.capability = auth::Sign(own, *key);
   }
   if (src.local == nullptr) {
     PeerChannels* peers = peers_.load(std::memory_order_acquire);
@@ -620,10 +624,11 @@ void OssService::HandleCounted(const OssRequest& oreq, rpc::Request& req, rpc::R
 void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
   if (IsKvOp(oreq.op_case())) return HandleKv(oreq, req, reply);
   OssResponse resp;
-  if (key_.has_value()) {
+  if (keyed_) {
     Status allowed = CheckCapabilities(oreq);
     if (!allowed.ok()) {
       LogDenied(oreq, allowed);
+      resp.set_unknown_key(auth::IsUnknownKey(allowed));
       return Finish(allowed, &resp, reply);
     }
   }

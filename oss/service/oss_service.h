@@ -118,9 +118,13 @@ class OssService : public rpc::Handler {
   // The OST index map now (for the metrics' space collector).
   Targets targets() const;
   // With a cluster key every object request must carry a capability covering
-  // its objects with the op's right (docs/protocol.md "Capabilities"); without
-  // one nothing is checked. REQUIRES: set before serving.
-  void set_cluster_key(auth::ClusterKey key) { key_ = std::move(key); }
+  // its objects with the op's right (docs/protocol.md "Capabilities"), signed
+  // with one of the MDS's rotating keys (signing_keys()); without one nothing
+  // is checked. REQUIRES: called before serving.
+  void require_capabilities() { keyed_ = true; }
+  // The signing keys the MDS published last (the registrar installs them
+  // from every sealed registration and heartbeat answer).
+  auth::KeyRing* signing_keys() { return &keys_; }
   // The MDS's revocations (the registrar fills it from heartbeats): a
   // capability one voids is refused as an expired one is.
   auth::RevocationList* revocations() { return &revoked_; }
@@ -150,7 +154,7 @@ class OssService : public rpc::Handler {
   // HandleParsed, counted in metrics_.
   void HandleCounted(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
 
-  // EACCES unless oreq's capabilities allow it (set_cluster_key).
+  // EACCES unless oreq's capabilities allow it (require_capabilities).
   Status CheckCapabilities(const proto::OssRequest& oreq) const;
 
   // Who a request is for the QoS scheduler (qos.h). Without a cluster key:
@@ -168,7 +172,8 @@ class OssService : public rpc::Handler {
   // A kv op, on the OST store's KvStore, for KvTenant's tenant.
   void HandleKv(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
 
-  std::optional<auth::ClusterKey> key_;
+  bool keyed_ = false;
+  auth::KeyRing keys_;
   // Tokens verified once, found by their bytes after (capability_cache.h).
   mutable auth::CapabilityCache verified_;
   auth::RevocationList revoked_;

@@ -367,7 +367,8 @@ TEST_F(KvEvictTest, APinnedBlockSurvivesAndOnlyPinnedLeftIsEnospc) {
 }
 
 // With a cluster key, the tier is only for requests whose capability the
-// OSS verifies (until tenants exist: a server's or operator's token).
+// OSS verifies: one the MDS signed (a KV grant), not one made with the
+// cluster key.
 class KvKeyedTest : public ClusterPerTest {
  protected:
   ClusterOptions Options() override {
@@ -394,7 +395,16 @@ TEST_F(KvKeyedTest, NoCapabilityIsRefusedAGrantingOneServes) {
   auto bad = ConnectKv(cluster(), auth::ServerToken(wrong));
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->Open("keyed", kBlock).status().code(), EACCES);
-  auto good = ConnectKv(cluster(), auth::ServerToken(*key));
+  // The cluster key itself signs no capability (the MDS's rotating keys do:
+  // docs/security.md "Rotating signing keys"): the MDS's grant serves.
+  auto by_cluster_key = ConnectKv(cluster(), auth::ServerToken(*key));
+  ASSERT_TRUE(by_cluster_key);
+  EXPECT_EQ(by_cluster_key->Open("keyed", kBlock).status().code(), EACCES);
+  auto c = cluster().Connect();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto grant = (*c)->KvCapability();
+  ASSERT_TRUE(grant.ok() && !grant->empty()) << grant.status().ToString();
+  auto good = ConnectKv(cluster(), *grant);
   ASSERT_TRUE(good);
   auto ns = OpenNs(*good, "keyed");
   ASSERT_TRUE(ns);

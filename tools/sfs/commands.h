@@ -26,6 +26,8 @@ int RunFsck(int argc, char** argv);  // exit 0 clean, 1 problems, 2 usage, 8 err
 int RunStats(int argc, char** argv);  // stats.cc: one scrape of the /metrics endpoints
 int RunTop(int argc, char** argv);    // top.cc: a live view of them
 int RunKey(int argc, char** argv);    // key.cc: generate/check the cluster key
+// key_rotate.cc: `sfs key status|rotate` (argv[0] is the verb).
+int RunKeyAdmin(int argc, char** argv);
 int RunPrefetch(int argc, char** argv);  // cache.cc: the order hint of a mount's cache
 int RunCache(int argc, char** argv);     // cache.cc: cache warm|status|drop
 

@@ -32,6 +32,7 @@ constexpr const char* kUsage =
     "  stats [--json] [--mds HOST:PORT] [METRICS_HOST:PORT...]        the daemons' metrics, once\n"
     "  top [--once] [--mds HOST:PORT] [METRICS_HOST:PORT...]          live per-OSS/per-job rates\n"
     "  key generate|check FILE                                        the cluster key (capabilities)\n"
+    "  key status|rotate                                              capability signing keys\n"
     "  qos set|show|remove CLASS [--read-mibps N] [--write-mibps N] [--iops N] ...  OSS QoS rules\n"
     "  tenant create|list|show|remove|rotate-key NAME ...              tenants, filesets, keys\n"
     "  prefetch [--append] [--wait] PATH... | --list FILE             order hint for the mount's cache\n"
