@@ -263,6 +263,15 @@ std::vector<Result<bool>> KvNamespace::MultiGet(std::span<const GetItem> items,
       if (Unreachable(r.status().code())) {
         LOG_DEBUG("kv get from OST " << call.ost << ": " << r.status().ToString() << " (a miss)");
         out[i] = false;
+      } else if (r.status().code() == EBADMSG) {
+        // The bytes failed the end-to-end check (the OSS sends a block
+        // unread, with the crc of its put): a miss, and the block goes, so
+        // that nobody fetches it again. The buffer holds them: a miss's
+        // buffer is undefined.
+        LOG_WARN("kv get from OST " << call.ost << ": " << r.status().ToString()
+                                    << "; block removed, a miss");
+        (void)Remove({&items[i].id, 1});
+        out[i] = false;
       } else {
         out[i] = r.status();
       }

@@ -18,7 +18,9 @@
 // OSS that cannot be reached (refused, reset, timed out) makes its blocks
 // misses for reads (its errno for puts, removes and pins). Bad input (a
 // buffer of the wrong size, a key of 0 or over 64 bytes, a group over 64)
-// is EINVAL before anything is sent.
+// is EINVAL before anything is sent. A block whose bytes fail the end-to-end
+// crc check (the crc recorded at its put, carried as the reply frame's crc)
+// is a miss, and is removed from the tier: never wrong bytes.
 //
 // Thread safety: every method of both classes may be called concurrently.
 // A KvNamespace must not outlive its KvClient.

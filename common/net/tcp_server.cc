@@ -12,7 +12,11 @@
 // non-blocking gathered write when nothing is queued before it; what the
 // socket does not take goes to the writer. A handler that uses a bulk
 // pool (Handler::UsesBulkPool) gets request bulk received straight into a
-// pooled, 4 KiB-aligned buffer and may reply from one (bulk_pool.h).
+// pooled, 4 KiB-aligned buffer and may reply from one (bulk_pool.h). A reply
+// may instead carry a range of a file (Reply::file_bulk): its header and
+// payload go with the gathered write, its bulk by sendfile(2) from the page
+// cache, so the server never copies it (on loopback the only copy left is the
+// client's receive); a writer that meets such a frame ends its batch there.
 //
 // Memory: each request is admitted against the server's byte budget
 // (common/rpc/admission.h) after its header and payload are read and before
@@ -25,6 +29,10 @@
 //
 // A frame that fails validation (magic, version, crc, sizes, kind) closes that
 // connection with a logged reason; every other connection keeps being served.
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <mutex>
@@ -56,6 +64,7 @@ struct OutFrame {
   std::string payload;
   std::vector<uint8_t> bulk;
   BulkBuffer pooled_bulk;  // sent instead of bulk when not empty
+  std::shared_ptr<const FileBulk> file;  // sent by sendfile after the rest, when set
   std::shared_ptr<AdmissionBudget::Ticket> ticket;  // released once written
   size_t sent = 0;  // bytes of the frame already written (a direct send's part)
 
@@ -63,7 +72,11 @@ struct OutFrame {
     if (!pooled_bulk.empty()) return pooled_bulk.span();
     return bulk;
   }
-  // Appends the frame's unsent bytes to `bufs`; returns how many.
+  size_t bulk_len() const { return file ? file->length : bulk_bytes().size(); }
+  // Header, payload and bulk in memory: what a gathered write sends.
+  size_t buffered_size() const { return sizeof(header) + payload.size() + bulk_bytes().size(); }
+  size_t size() const { return buffered_size() + (file ? file->length : 0); }
+  // Appends the frame's unsent bytes in memory to `bufs`; returns how many.
   size_t AppendUnsent(std::vector<asio::const_buffer>* bufs) const {
     size_t skip = sent;
     const std::span<const uint8_t> p(reinterpret_cast<const uint8_t*>(payload.data()),
@@ -71,6 +84,25 @@ struct OutFrame {
     return net::AppendUnsent({std::span<const uint8_t>(header), p, bulk_bytes()}, &skip, bufs);
   }
 };
+
+// Sends what the socket takes now of f's file bulk (all of its buffered part
+// is written). Returns the error, would_block when the socket is full, or
+// success once the whole frame went.
+boost::system::error_code SendFilePart(int sock, OutFrame& f) {
+  using boost::system::error_code;
+  while (f.sent < f.size()) {
+    const size_t done = f.sent - f.buffered_size();
+    off_t off = static_cast<off_t>(f.file->offset + done);
+    ssize_t n = ::sendfile(sock, f.file->fd, &off, f.file->length - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return asio::error::would_block;
+    if (n < 0) return error_code(errno, boost::system::system_category());
+    // The file is shorter than the frame says: the frame cannot be finished.
+    if (n == 0) return asio::error::eof;
+    f.sent += static_cast<size_t>(n);
+  }
+  return {};
+}
 
 // The connection whose request this thread is answering inline (on that
 // connection's strand, inside Handler::TryHandleInline), or null.
@@ -100,6 +132,9 @@ class ServerConn : public std::enable_shared_from_this<ServerConn> {
   // On the strand, nothing queued: writes what the socket takes now; true if
   // all of `f` went.
   bool SendNow(OutFrame& f);
+  // Sends the rest of f's file bulk (its buffers all written), waiting for
+  // room in the socket as needed.
+  awaitable<boost::system::error_code> FinishFile(OutFrame& f);
   // Waits until `cost` bytes fit the budget; null if the connection closed.
   awaitable<std::shared_ptr<AdmissionBudget::Ticket>> Admit(uint64_t cost);
   void Close(const std::string& why);  // on strand
@@ -191,6 +226,7 @@ awaitable<void> ServerConn::ReadLoop(std::shared_ptr<ServerConn> self) {
     auto req = std::make_shared<Request>();
     req->service = h->service;
     req->peer = peer_;
+    req->file_bulk_ok = true;
     req->payload.resize(h->payload_len);
     co_await asio::async_read(sock_, asio::buffer(req->payload), redirect_error(use_awaitable, ec));
     if (ec) {
@@ -278,12 +314,14 @@ void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
   f->payload = std::move(reply.payload);
   f->bulk = std::move(reply.bulk);
   f->pooled_bulk = std::move(reply.pooled_bulk);
+  f->file = std::move(reply.file_bulk);
+  SFS_CHECK(!f->file || f->bulk_bytes().empty());  // file bulk or bulk in memory, not both
   const std::span<const uint8_t> bulk = f->bulk_bytes();
   const std::span<const uint8_t> payload(reinterpret_cast<const uint8_t*>(f->payload.data()),
                                          f->payload.size());
   // A reply larger than announced (no ReplyBulkHint) is charged now, so the
   // read loop admits less until it is written.
-  uint64_t bytes = AdmissionBudget::kCallOverhead + f->payload.size() + bulk.size();
+  uint64_t bytes = AdmissionBudget::kCallOverhead + f->payload.size() + f->bulk_len();
   if (ticket && bytes > ticket->bytes()) ticket->Grow(bytes - ticket->bytes());
   f->ticket = std::move(ticket);
   net::FrameHeader h;
@@ -291,8 +329,10 @@ void ServerConn::SendReply(uint16_t service, uint64_t request_id, Reply reply,
   h.service = service;
   h.request_id = request_id;
   h.payload_len = static_cast<uint32_t>(f->payload.size());
-  h.bulk_len = static_cast<uint32_t>(bulk.size());
-  if (!f->pooled_bulk.empty() && reply.bulk_value.has_value()) {  // no pass over the bytes
+  h.bulk_len = static_cast<uint32_t>(f->bulk_len());
+  if (f->file) {  // the bytes are never in our memory: the crc the handler vouches for
+    h.body_crc = ExtendByValue(net::BodyCrc(payload, {}), f->file->crc, f->file->length);
+  } else if (!f->pooled_bulk.empty() && reply.bulk_value.has_value()) {  // no pass over the bytes
     h.body_crc = ExtendByValue(net::BodyCrc(payload, {}), *reply.bulk_value, bulk.size());
   } else if (!f->pooled_bulk.empty() &&
              reply.bulk_piece_crcs.size() == BulkCrcPieces(bulk.size())) {
@@ -326,13 +366,31 @@ bool ServerConn::SendNow(OutFrame& f) {
   boost::system::error_code ec;
   if (!sock_.non_blocking()) sock_.non_blocking(true, ec);
   if (ec) return false;
-  size_t n = sock_.write_some(bufs, ec);
+  size_t n = left == 0 ? 0 : sock_.write_some(bufs, ec);
   if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
     Close("write failed: " + ec.message());
     return true;  // dropped with the connection
   }
   f.sent += n;
-  return n == left;
+  if (n < left || !f.file) return n == left;
+  ec = SendFilePart(sock_.native_handle(), f);
+  if (ec && ec != asio::error::would_block) {
+    Close("sendfile failed: " + ec.message());
+    return true;
+  }
+  return !ec;
+}
+
+awaitable<boost::system::error_code> ServerConn::FinishFile(OutFrame& f) {
+  boost::system::error_code ec;
+  if (!sock_.non_blocking()) sock_.non_blocking(true, ec);
+  while (!ec) {
+    ec = SendFilePart(sock_.native_handle(), f);
+    if (ec != asio::error::would_block) break;
+    ec = {};
+    co_await sock_.async_wait(tcp::socket::wait_write, redirect_error(use_awaitable, ec));
+  }
+  co_return ec;
 }
 
 awaitable<void> ServerConn::WriteLoop(std::shared_ptr<ServerConn> self) {
@@ -341,7 +399,8 @@ awaitable<void> ServerConn::WriteLoop(std::shared_ptr<ServerConn> self) {
   while (!outq_.empty() && !closed_) {
     std::vector<std::shared_ptr<OutFrame>> batch;
     std::vector<asio::const_buffer> bufs;
-    while (!outq_.empty() && batch.size() < kMaxBatch) {
+    // A frame with file bulk ends the batch: its bulk follows its buffers.
+    while (!outq_.empty() && batch.size() < kMaxBatch && !(!batch.empty() && batch.back()->file)) {
       batch.push_back(std::move(outq_.front()));
       outq_.pop_front();
       batch.back()->AppendUnsent(&bufs);
@@ -351,6 +410,14 @@ awaitable<void> ServerConn::WriteLoop(std::shared_ptr<ServerConn> self) {
     if (ec) {
       Close("write failed: " + ec.message());
       break;
+    }
+    if (OutFrame& last = *batch.back(); last.file) {
+      last.sent = std::max(last.sent, last.buffered_size());
+      ec = co_await FinishFile(last);
+      if (ec) {
+        Close("sendfile failed: " + ec.message());
+        break;
+      }
     }
   }
   writing_ = false;
@@ -447,6 +514,10 @@ void TcpServer::Stop() {
 }
 
 }  // namespace
+
+FileBulk::~FileBulk() {
+  if (fd >= 0) ::close(fd);
+}
 
 Result<std::unique_ptr<Server>> StartTcpServer(const ServerOptions& opts, Handler* handler) {
   auto s = std::make_unique<TcpServer>(opts, handler);

@@ -44,12 +44,34 @@ struct Request {
   // computed while checking the frame's crc, for a handler that keeps
   // per-chunk crcs of its own.
   std::vector<uint32_t> bulk_piece_crcs;
+  // The server can send a reply's bulk from a file (Reply::file_bulk): TCP.
+  bool file_bulk_ok = false;
 
   // The request's bulk, wherever it arrived.
   std::span<const uint8_t> bulk_bytes() const {
     if (!pooled_bulk.empty()) return pooled_bulk.span();
     return bulk;
   }
+};
+
+// A range of an open file that a reply sends as its bulk straight from the
+// page cache (sendfile(2): no copy into a buffer of ours, none into the
+// socket). Owns fd, closed with the last reference. crc is the crc32c of the
+// range as the handler vouches for it (e.g. stored when it was written); the
+// frame's crc is folded from it, so the bytes are never read by us, and bytes
+// that no longer match it fail the client's frame check (EBADMSG), never
+// arrive as good ones. REQUIRES: the range does not change while it is sent
+// (the file is written once, then only read).
+struct FileBulk {
+  FileBulk(int fd, uint64_t offset, uint32_t length, uint32_t crc)
+      : fd(fd), offset(offset), length(length), crc(crc) {}
+  ~FileBulk();
+  FileBulk(const FileBulk&) = delete;
+  FileBulk& operator=(const FileBulk&) = delete;
+  const int fd;
+  const uint64_t offset;
+  const uint32_t length;
+  const uint32_t crc;
 };
 
 // What a handler returns. bulk is sent as raw bytes after the payload;
@@ -68,6 +90,9 @@ struct Reply {
   // chunk crcs, without reading the bytes); the server folds the frame's crc
   // from it. A wrong value makes the client's frame check fail.
   std::optional<uint32_t> bulk_value;
+  // Optional, only when Request::file_bulk_ok: sent as the bulk instead of
+  // bulk and pooled_bulk (which must then be empty).
+  std::shared_ptr<const FileBulk> file_bulk;
 };
 
 // Sends the reply of one call. Call it at most once, from any thread, at any

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,6 +89,20 @@ Status ReadAll(int fd, std::span<uint8_t> dest) {
     done += static_cast<size_t>(n);
   }
   return Status::Ok();
+}
+
+// Every page of fd's first len bytes is in the page cache (mincore over a
+// mapping that touches none of them).
+bool InPageCache(int fd, size_t len) {
+  if (len == 0) return true;
+  void* map = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) return false;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> vec((len + page - 1) / page);
+  bool all = ::mincore(map, len, vec.data()) == 0;
+  for (size_t i = 0; all && i < vec.size(); ++i) all = (vec[i] & 1) != 0;
+  ::munmap(map, len);
+  return all;
 }
 
 }  // namespace
@@ -218,6 +233,47 @@ Status KvStore::Put(uint32_t tenant, const std::string& ns, const std::string& k
   return Status::Ok();
 }
 
+Result<KvStore::OpenBlock> KvStore::OpenChecked(uint32_t tenant, const std::string& ns,
+                                                const std::string& key, uint64_t size,
+                                                uint32_t lease_ms) {
+  SFS_RETURN_IF_ERROR(CheckKeys({&key, 1}));
+  if (lease_ms > kMaxPinMs) return Status::Errno(EINVAL, "kv lease over 1 hour");
+  const std::string id = BlockId(tenant, ns, key);
+  const std::string path = dir_ + "/" + id;
+  OpenBlock b;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> expired;
+    const int64_t now = Now();
+    std::optional<KvIndex::Found> f = index_.Lookup(id, now, true, &expired);
+    RemoveFiles(expired);
+    if (!f) return OpenBlock{};
+    if (lease_ms > 0) index_.Pin(id, now + lease_ms);
+    // Opened under mu_: the file the index describes, even if a put renames
+    // a new one over it or an eviction unlinks it while we read.
+    b.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    b.crc = f->crc;
+  }
+  struct stat st;
+  if (b.fd >= 0 && ::fstat(b.fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == size) {
+    b.cached = InPageCache(b.fd, size);
+    return b;
+  }
+  // Gone or of the wrong length (a sendfile could not finish its frame).
+  LOG_ERROR("kv: indexed block " << path << (b.fd < 0 ? " lost" : " has the wrong size")
+                                 << "; dropped");
+  if (b.fd >= 0) ::close(b.fd);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index_.Remove(id)) ::unlink(path.c_str());
+  return OpenBlock{};
+}
+
+Result<KvStore::OpenBlock> KvStore::Open(uint32_t tenant, const std::string& ns,
+                                         const std::string& key, uint32_t lease_ms) {
+  SFS_ASSIGN_OR_RETURN(uint64_t size, BlockSize(tenant, ns));
+  return OpenChecked(tenant, ns, key, size, lease_ms);
+}
+
 Result<bool> KvStore::Get(uint32_t tenant, const std::string& ns, const std::string& key,
                           std::span<uint8_t> dest, uint32_t lease_ms, uint32_t* crc) {
   SFS_ASSIGN_OR_RETURN(uint64_t size, BlockSize(tenant, ns));
@@ -225,43 +281,45 @@ Result<bool> KvStore::Get(uint32_t tenant, const std::string& ns, const std::str
     return Status::Errno(EINVAL, "kv get of " + std::to_string(dest.size()) +
                                      " bytes; namespace " + ns + " has " + std::to_string(size));
   }
-  SFS_RETURN_IF_ERROR(CheckKeys({&key, 1}));
-  if (lease_ms > kMaxPinMs) return Status::Errno(EINVAL, "kv lease over 1 hour");
-  const std::string id = BlockId(tenant, ns, key);
-  const std::string path = dir_ + "/" + id;
-  int fd = -1;
-  uint32_t want = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::string> expired;
-    const int64_t now = Now();
-    std::optional<KvIndex::Found> f = index_.Lookup(id, now, true, &expired);
-    RemoveFiles(expired);
-    if (!f) return false;
-    if (lease_ms > 0) index_.Pin(id, now + lease_ms);
-    // Opened under mu_: the file the index describes, even if a put renames
-    // a new one over it or an eviction unlinks it while we read.
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      Status st = Status::FromErrno("open " + path);
-      index_.Remove(id);
-      LOG_WARN("kv: indexed block lost: " << st.ToString());
-      return false;
-    }
-    want = f->crc;
-  }
-  Status st = ReadAll(fd, dest);
-  ::close(fd);
+  SFS_ASSIGN_OR_RETURN(OpenBlock b, OpenChecked(tenant, ns, key, size, lease_ms));
+  if (b.fd < 0) return false;
+  return ReadOpened(tenant, ns, key, b, dest, crc);
+}
+
+Result<bool> KvStore::ReadOpened(uint32_t tenant, const std::string& ns, const std::string& key,
+                                 OpenBlock b, std::span<uint8_t> dest, uint32_t* crc) {
+  Status st = ReadAll(b.fd, dest);
+  ::close(b.fd);
   uint32_t got = st.ok() ? crc32c::Value(dest.data(), dest.size()) : 0;
-  if (!st.ok() || got != want) {
-    LOG_ERROR("kv: block " << path << (st.ok() ? ": crc mismatch" : ": " + st.ToString())
-                           << "; dropped");
+  if (!st.ok() || got != b.crc) {
+    const std::string id = BlockId(tenant, ns, key);
+    LOG_ERROR("kv: block " << dir_ << "/" << id
+                           << (st.ok() ? ": crc mismatch" : ": " + st.ToString()) << "; dropped");
     std::lock_guard<std::mutex> lock(mu_);
-    if (index_.Remove(id)) ::unlink(path.c_str());
+    if (index_.Remove(id)) ::unlink((dir_ + "/" + id).c_str());
     return false;
   }
   *crc = got;
   return true;
+}
+
+bool KvStore::Cached(uint32_t tenant, const std::string& ns, const std::string& key) {
+  Result<uint64_t> size = BlockSize(tenant, ns);
+  if (!size.ok() || !CheckKeys({&key, 1}).ok()) return false;
+  const std::string id = BlockId(tenant, ns, key);
+  int fd = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> expired;
+    bool there = index_.Lookup(id, Now(), false, &expired).has_value();
+    RemoveFiles(expired);
+    if (!there) return false;
+    fd = ::open((dir_ + "/" + id).c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (fd < 0) return false;
+  bool cached = InPageCache(fd, *size);
+  ::close(fd);
+  return cached;
 }
 
 Result<std::vector<bool>> KvStore::Exists(uint32_t tenant, const std::string& ns,

@@ -13,7 +13,10 @@
 // The block's crc32c is kept in the index and checked on every read (a
 // mismatch is logged, the block dropped and the read a miss: never wrong
 // bytes); the reply's frame crc is then folded from it, so a read makes one
-// pass over the bytes.
+// pass over the bytes. Open serves a get with no pass at all (the file goes
+// out by sendfile, the frame crc is the recorded crc): the client's frame
+// check is then the only check, and a client that sees it fail removes the
+// block (client/lib/kv.cc).
 //
 // It is a cache: nothing is fsynced, and the index lives in memory; Open
 // removes what a previous run left (a restarted OSS starts empty; clients
@@ -71,6 +74,27 @@ class KvStore {
   // a hit (*crc = its crc32c), false on a miss. lease_ms > 0 pins it.
   Result<bool> Get(uint32_t tenant, const std::string& ns, const std::string& key,
                    std::span<uint8_t> dest, uint32_t lease_ms, uint32_t* crc);
+  // A block to send from its file without reading it here (sendfile): the
+  // file, open (the caller closes it; the bytes stay whole whatever puts and
+  // evictions follow), the crc32c recorded when it was put, and whether all
+  // of it is in the page cache now (so that sending it waits on no disk).
+  // The bytes are NOT checked: the receiver checks them against crc
+  // (docs/kv.md). A miss is an fd of -1. lease_ms > 0 pins the block, as Get.
+  struct OpenBlock {
+    int fd = -1;
+    uint32_t crc = 0;
+    bool cached = false;
+  };
+  Result<OpenBlock> Open(uint32_t tenant, const std::string& ns, const std::string& key,
+                         uint32_t lease_ms);
+  // Reads an opened block (Open) into dest (the block size) and checks it
+  // against its crc: true if it matches (*crc = it), else the block is
+  // dropped and false. Closes b.fd.
+  Result<bool> ReadOpened(uint32_t tenant, const std::string& ns, const std::string& key,
+                          OpenBlock b, std::span<uint8_t> dest, uint32_t* crc);
+  // True iff the block is there and all of it in the page cache: a probe
+  // (no promotion, no pin) for a caller that must not wait on the disk.
+  bool Cached(uint32_t tenant, const std::string& ns, const std::string& key);
   Result<std::vector<bool>> Exists(uint32_t tenant, const std::string& ns,
                                    std::span<const std::string> keys, uint32_t lease_ms);
   Result<std::vector<bool>> Remove(uint32_t tenant, const std::string& ns,
@@ -93,6 +117,10 @@ class KvStore {
   static std::string GroupId(uint32_t tenant, const std::string& ns, const std::string& key,
                              const std::string& group);
   Status CheckKeys(std::span<const std::string> keys) const;
+  // The checks of a get and the open of its block's file under mu_ (fd -1:
+  // a miss); `size` is the namespace's block size.
+  Result<OpenBlock> OpenChecked(uint32_t tenant, const std::string& ns, const std::string& key,
+                                uint64_t size, uint32_t lease_ms);
   // Unlinks the files of evicted ids. REQUIRES: mu_ held.
   void RemoveFiles(const std::vector<std::string>& ids);
   int64_t Now() const { return now_ms_(); }

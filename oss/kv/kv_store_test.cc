@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crc32c.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss::kv {
@@ -133,6 +134,30 @@ TEST_F(KvStoreTest, ACorruptBlockIsAMissNeverWrongBytes) {
   ASSERT_TRUE(hit.ok());
   EXPECT_FALSE(*hit);
   EXPECT_EQ(store_->blocks(), 0u);  // dropped
+}
+
+TEST_F(KvStoreTest, OpenHandsOutTheFileAndThePutsCrcWithoutReadingIt) {
+  const std::vector<uint8_t> a = Bytes(4);
+  ASSERT_TRUE(store_->Put(0, "ns", "k", "", a, 0).ok());
+  Result<KvStore::OpenBlock> b = store_->Open(0, "ns", "k", 0);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_GE(b->fd, 0);
+  EXPECT_EQ(b->crc, crc32c::Value(a.data(), a.size()));
+  EXPECT_TRUE(b->cached) << "just written: in the page cache";
+  EXPECT_TRUE(store_->Cached(0, "ns", "k"));
+  std::vector<uint8_t> got(kBlock);
+  ASSERT_EQ(::pread(b->fd, got.data(), got.size(), 0), static_cast<ssize_t>(kBlock));
+  EXPECT_EQ(got, a);
+  // A re-put renames a new file over the key: the open one keeps the old bytes.
+  ASSERT_TRUE(store_->Put(0, "ns", "k", "", Bytes(5), 0).ok());
+  ASSERT_EQ(::pread(b->fd, got.data(), got.size(), 0), static_cast<ssize_t>(kBlock));
+  EXPECT_EQ(got, a);
+  ::close(b->fd);
+  Result<KvStore::OpenBlock> miss = store_->Open(0, "ns", "absent", 0);
+  ASSERT_TRUE(miss.ok());
+  EXPECT_EQ(miss->fd, -1);
+  EXPECT_FALSE(store_->Cached(0, "ns", "absent"));
+  EXPECT_EQ(store_->Open(0, "nope", "k", 0).status().code(), ENOENT);
 }
 
 TEST_F(KvStoreTest, RemoveAndPinAnswerPerKey) {

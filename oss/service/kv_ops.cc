@@ -34,6 +34,21 @@ Status DoGet(kv::KvStore& store, uint32_t tenant, const proto::KvGetReq& g,
                                      "-byte blocks; namespace " + g.ns() + " has " +
                                      std::to_string(size));
   }
+  SFS_ASSIGN_OR_RETURN(kv::KvStore::OpenBlock b, store.Open(tenant, g.ns(), g.key(), g.lease_ms()));
+  if (b.fd < 0) {
+    resp->mutable_kv()->add_found(false);
+    return Status::Ok();
+  }
+  if (rreq.file_bulk_ok && b.cached) {
+    // Sent from the page cache by the server, unread here: no copy, no pass
+    // over the bytes; the frame crc is the one recorded at the put, which
+    // the client checks.
+    reply->file_bulk = std::make_shared<rpc::FileBulk>(b.fd, 0, static_cast<uint32_t>(size), b.crc);
+    resp->mutable_kv()->add_found(true);
+    return Status::Ok();
+  }
+  // Not all in memory (the server's I/O thread must not wait on the disk for
+  // it), or no file bulk here: read and checked on this thread.
   std::span<uint8_t> dest;
   if (rreq.pool != nullptr) {
     reply->pooled_bulk = rreq.pool->Get(size);
@@ -43,7 +58,7 @@ Status DoGet(kv::KvStore& store, uint32_t tenant, const proto::KvGetReq& g,
     dest = reply->bulk;
   }
   uint32_t crc = 0;
-  Result<bool> hit = store.Get(tenant, g.ns(), g.key(), dest, g.lease_ms(), &crc);
+  Result<bool> hit = store.ReadOpened(tenant, g.ns(), g.key(), b, dest, &crc);
   if (!hit.ok() || !*hit) {
     reply->pooled_bulk.Reset();
     reply->bulk.clear();

@@ -20,9 +20,12 @@ namespace sfs::oss {
 // True iff op (an OssRequest::OpCase) is one of the kv ops.
 bool IsKvOp(int op);
 
-// Runs a kv op for tenant on store. A get's block goes in reply's bulk
-// (pooled when rreq has a pool, its crc then given as reply->bulk_value, so
-// the frame crc costs no second pass). A miss is OK with found false.
+// Runs a kv op for tenant on store. A get's block goes as reply's file bulk
+// when the server can send one (rreq.file_bulk_ok: TCP), unread here, its
+// frame crc the one recorded at the put (the client's check is the check);
+// else in reply's bulk, read and checked here (pooled when rreq has a pool,
+// its crc then given as reply->bulk_value, so the frame crc costs no second
+// pass). A miss is OK with found false.
 Status DispatchKv(kv::KvStore& store, uint32_t tenant, const proto::OssRequest& req,
                   const rpc::Request& rreq, proto::OssResponse* resp, rpc::Reply* reply);
 

@@ -424,6 +424,15 @@ Result<uint32_t> OssService::KvTenant(const OssRequest& oreq) const {
   return last.ok() ? Status::Errno(EACCES, "no capability grants the kv tier") : last;
 }
 
+bool OssService::KvGetCached(const OssRequest& oreq, const rpc::Request& req) const {
+  if (!req.file_bulk_ok) return false;
+  Result<uint32_t> tenant = KvTenant(oreq);
+  ObjectStore* store = Find(oreq.ost());
+  auto it = store == nullptr ? kv_.end() : kv_.find(store);
+  if (!tenant.ok() || it == kv_.end()) return false;  // refused on a worker, and logged there
+  return it->second->Cached(*tenant, oreq.kv_get().ns(), oreq.kv_get().key());
+}
+
 void OssService::HandleKv(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
   OssResponse resp;
   Result<uint32_t> tenant = KvTenant(oreq);
@@ -516,8 +525,10 @@ static void DataBytes(const OssRequest& oreq, const rpc::Request& req, uint64_t*
 bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
   if (inline_read_max_ == 0 || req.service != rpc::kServiceOss) return false;
   OssRequest oreq;
-  if (!oreq.ParseFromString(req.payload) || oreq.op_case() != OssRequest::kRead ||
-      oreq.read().length() > inline_read_max_) {
+  if (!oreq.ParseFromString(req.payload)) return false;
+  const bool small_read =
+      oreq.op_case() == OssRequest::kRead && oreq.read().length() <= inline_read_max_;
+  if (!small_read && !(oreq.op_case() == OssRequest::kKvGet && KvGetCached(oreq, req))) {
     return false;
   }
   rpc::Reply reply;
@@ -581,6 +592,7 @@ void OssService::Handle(rpc::Request& req, rpc::Reply* reply) {
   reply->pooled_bulk.Reset();
   reply->bulk_piece_crcs.clear();
   reply->bulk_value.reset();
+  reply->file_bulk.reset();
   OssRequest oreq;
   if (req.service != rpc::kServiceOss || !oreq.ParseFromString(req.payload)) {
     LOG_WARN("malformed request from " << req.peer);

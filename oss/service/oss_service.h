@@ -106,6 +106,10 @@ class OssService : public rpc::Handler {
   // and every other op go to the workers. Each connection is read by one I/O
   // thread, so a small read delays that connection's next request by its
   // disk time (clients keep several connections per OSS: tcp_channel.cc).
+  // A kv get whose block is all in the page cache goes inline too, whatever
+  // its size: it is sent by sendfile (kv_ops.h), so its work here is an index
+  // lookup and an open, and it waits on no disk; one that is not goes to a
+  // worker, which reads it. With inline_read_max 0 none goes inline.
   // With QoS rules in force only an unruled class's reads go inline, so that
   // every limited or reserved class passes the scheduler.
   bool TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) override;
@@ -169,6 +173,9 @@ class OssService : public rpc::Handler {
   };
   QosWho WhoForQos(const proto::OssRequest& oreq) const;
 
+  // True iff req is a kv get (oreq) the server can send from a file, whose
+  // tenant is allowed and whose block is all in the page cache.
+  bool KvGetCached(const proto::OssRequest& oreq, const rpc::Request& req) const;
   // A kv op, on the OST store's KvStore, for KvTenant's tenant.
   void HandleKv(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
 
