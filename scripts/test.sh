@@ -23,7 +23,7 @@ required=(fuse_unit_test fuse_posix_test fuse_random_ops_test fuse_multi_mount_t
           overload_memory_test lossyfs_test power_loss_test fuse_space_test fence_test bench_cluster_test netfault_test
           metrics_test metrics_integration_test config_test python_binding_test auth_test capability_test qos_integration_test fuse_ec_test
           rdma_test bulk_copy_test rdma_cluster_test ec_test ops_test package_test cache_test kv_test kv_integration_test python_kv_test
-          rebuild_test tenant_integration_test tenant_qos_integration_test cluster_key_test key_rotation_test python_torch_test python_kv_restore_test)
+          rebuild_test tenant_integration_test tenant_qos_integration_test cluster_key_test key_rotation_test open_path_integration_test python_torch_test python_kv_restore_test)
 tests_json=$(meson introspect --tests "$BUILD_DIR")
 have=$(python3 -c 'import json, sys; print(*[t["name"] for t in json.load(sys.stdin)])' \
   <<<"$tests_json")
