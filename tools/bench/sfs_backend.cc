@@ -82,10 +82,8 @@ class SfsBackend final : public Backend {
     Result<std::shared_ptr<client::File>> f = Status(EIO, "");
     if (flags & O_CREAT) {
       f = client_->Create(cred_, parent, name, 0644, flags, &attr);
-    } else {
-      Result<client::Attr> a = client_->Lookup(cred_, parent, name);
-      if (!a.ok()) return WithPath(a.status(), "open", path);
-      f = client_->Open(cred_, a->ino, flags, &attr);
+    } else {  // one MDS round trip, as open(2) through the mount costs
+      f = client_->OpenPath(cred_, Normalize(path), flags, &attr);
     }
     if (!f.ok()) return WithPath(f.status(), "open", path);
     return std::unique_ptr<BenchFile>(new SfsFile(client_.get(), std::move(*f), path));
