@@ -2,6 +2,8 @@
 # The sitting of 2026-12-06 (docs/benchmarks.md): sections by argument,
 #   ec   EC 4+2 against plain -c 6 through the mount with the real IOR (issue 16's
 #        write target), rounds alternating; BUILD_DIR= another build (an older main) to compare
+#   mfs  the same IOR beside MooseFS 3.0 (Debian) with 6 chunkservers, goal 1 and goal 2,
+#        in one sitting (scripts/bench-peers.sh sets MooseFS up in its network namespace)
 # IOR= the real IOR 4.x binary (built outside the project); OUT= where results go.
 # Needs root (drop_caches) and mpirun.
 set -uo pipefail
@@ -40,6 +42,26 @@ ec)
     sync; echo 3 > /proc/sys/vm/drop_caches
     r=$(ior -t 4m -b 64m -r -k -o $MNT/ec/f | awk '/^read / {print $2; exit}')
     echo "ec-sitting ec degraded read $r load $(cut -d' ' -f1 /proc/loadavg)" | tee -a $OUT/ec.log
+  done
+  scripts/cluster.sh down --dir /tmp/sec >/dev/null 2>&1 ;;
+mfs)
+  log mfs; scripts/bench-peers.sh --peers moosefs --keep --quick --servers 6 > $OUT/mfs6-setup.log 2>&1
+  MF=/tmp/sfs-peers/mnt/moosefs; mountpoint -q $MF || { echo "moosefs not mounted"; continue; }
+  nsenter --net=/run/netns/sfs-peers mkdir -p $MF/g1 $MF/g2
+  nsenter --net=/run/netns/sfs-peers mfssetgoal -r 1 $MF/g1 >/dev/null
+  nsenter --net=/run/netns/sfs-peers mfssetgoal -r 2 $MF/g2 >/dev/null
+  scripts/cluster.sh down --dir /tmp/sec >/dev/null 2>&1; rm -rf /tmp/sec
+  scripts/cluster.sh up --oss 6 --dir /tmp/sec --mount /tmp/sec/mnt >/dev/null 2>&1
+  MNT=/tmp/sec/mnt; mkdir -p $MNT/plain $MNT/ec
+  $SFS setstripe -c 6 -S 1M $MNT/plain; $SFS setstripe --ec 4+2 -S 1M $MNT/ec
+  for round in $(seq $ROUNDS); do
+    for d in $MNT/plain $MNT/ec $MF/g1 $MF/g2; do
+      rm -f $d/f
+      w=$(ior -t 4m -b 64m -e -w -k -o $d/f | awk '/^write / {print $2; exit}')
+      sync; echo 3 > /proc/sys/vm/drop_caches
+      r=$(ior -t 4m -b 64m -r -k -o $d/f | awk '/^read / {print $2; exit}')
+      echo "mfs-sitting $d round $round write $w read $r load $(cut -d' ' -f1 /proc/loadavg)" | tee -a $OUT/mfs.log
+    done
   done
   scripts/cluster.sh down --dir /tmp/sec >/dev/null 2>&1 ;;
 *) echo "unknown section $sec" >&2; exit 2 ;;
