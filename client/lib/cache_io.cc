@@ -43,7 +43,7 @@ Status Gather(DataCache& cache, Striper& striper, const File& f, uint64_t size, 
     uint64_t j = i;
     while (j + 1 <= last && mine[j + 1 - first]) ++j;
     const uint64_t start = i * kB, end = std::min(size, (j + 1) * kB);
-    std::shared_ptr<uint8_t> run(new uint8_t[end - start], std::default_delete<uint8_t[]>());
+    std::shared_ptr<uint8_t> run = cache.Alloc(end - start);
     Status rs = st.ok() ? striper.Read(f.layout_, start, std::span<uint8_t>(run.get(), end - start))
                         : st;
     for (uint64_t k = i; k <= j; ++k) {

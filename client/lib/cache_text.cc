@@ -22,6 +22,8 @@ std::vector<std::pair<const char*, uint64_t CacheStats::*>> Fields() {
           {"capacity", &CacheStats::capacity},
           {"ram_bytes", &CacheStats::ram_bytes},
           {"ram_capacity", &CacheStats::ram_capacity},
+          {"ram_carved", &CacheStats::ram_carved},
+          {"ram_reused", &CacheStats::ram_reused},
           {"blocks", &CacheStats::blocks},
           {"evictions", &CacheStats::evictions},
           {"corrupt", &CacheStats::corrupt},

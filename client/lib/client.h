@@ -286,6 +286,8 @@ struct CacheStats {
   uint64_t hit_bytes = 0, miss_bytes = 0;
   uint64_t bytes = 0, capacity = 0;         // held in the cache tier, and its bound
   uint64_t ram_bytes = 0, ram_capacity = 0; // the RAM tier (the cache tier without a dir)
+  uint64_t ram_carved = 0;                  // the RAM tier's arena: bytes carved (touched at most)
+  uint64_t ram_reused = 0;                  // block buffers the arena reused (no new pages)
   uint64_t blocks = 0;
   uint64_t evictions = 0;
   uint64_t corrupt = 0;                     // directory blocks that failed their check

@@ -45,10 +45,6 @@ bool MakeDirs(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::shared_ptr<uint8_t> NewBytes(size_t n) {
-  return std::shared_ptr<uint8_t>(new uint8_t[n], std::default_delete<uint8_t[]>());
-}
-
 }  // namespace
 
 std::unique_ptr<DataCache> DataCache::Open(const Options& o) {
@@ -64,6 +60,11 @@ std::unique_ptr<DataCache> DataCache::Open(const Options& o) {
   if (c->capacity_ == 0) return nullptr;
   if (c->disk_) c->IndexDir();
   c->stats_.capacity = c->capacity_;
+  // The RAM tier's bound, plus a quarter for the class sizes' rounding and
+  // room for the fetches in flight (a reader's or the prefetcher's block
+  // before it is kept); past that, blocks take the heap.
+  const uint64_t ram = c->disk_ ? o.ram_bytes : c->capacity_;
+  if (ram > 0) c->arena_ = BlockArena::Create(ram + ram / 4 + (64u << 20));
   c->stats_.ram_capacity = o.ram_bytes;
   c->stats_.dir = c->disk_ ? c->root_ : "";
   return c;
@@ -140,7 +141,7 @@ DataCache::FileRead DataCache::ReadBlockFile(const BlockKey& k, uint32_t len, Bl
   int fd = ::open(PathOf(k).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return FileRead::kMissing;
   FileHeader h;
-  std::shared_ptr<uint8_t> bytes = NewBytes(len);
+  std::shared_ptr<uint8_t> bytes = Alloc(len);
   bool ok = ::pread(fd, &h, sizeof(h), 0) == static_cast<ssize_t>(sizeof(h)) &&
             h.magic == kMagic && h.hcrc == h.HeaderCrc() && h.len == len && h.ino == k.ino &&
             h.version == k.version && h.index == k.index &&
@@ -391,6 +392,11 @@ bool DataCache::WorthFetching(uint64_t pos, uint64_t bytes) {
   return v == CachePolicy::kNever || v > pos;
 }
 
+std::shared_ptr<uint8_t> DataCache::Alloc(size_t n) {
+  if (arena_) return arena_->Alloc(n);
+  return std::shared_ptr<uint8_t>(new uint8_t[n], std::default_delete<uint8_t[]>());
+}
+
 void DataCache::Drop() {
   std::vector<std::string> unlink;
   {
@@ -399,6 +405,7 @@ void DataCache::Drop() {
     policy_.Clear();
   }
   for (const std::string& p : unlink) ::unlink(p.c_str());
+  if (arena_) arena_->Trim();
 }
 
 CacheStats DataCache::Stats() {
@@ -408,6 +415,11 @@ CacheStats DataCache::Stats() {
   s.blocks = index_.size();
   s.ram_bytes = disk_ ? ram_used_ : bytes_;
   if (!disk_) s.ram_capacity = capacity_;
+  if (arena_) {
+    BlockArena::Stats a = arena_->GetStats();
+    s.ram_carved = a.carved;
+    s.ram_reused = a.reused;
+  }
   return s;
 }
 

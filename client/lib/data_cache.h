@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client/lib/block_arena.h"
 #include "client/lib/cache_policy.h"
 #include "client/lib/client.h"
 #include "common/status.h"
@@ -103,7 +104,12 @@ class DataCache {
   // for: room is free, or the policy's victim is used later than pos.
   bool WorthFetching(uint64_t pos, uint64_t bytes);
 
-  // Drops every block (RAM and directory).
+  // Memory for a block's (or a run of blocks') bytes: from the RAM tier's
+  // arena (reused, huge pages), else the heap.
+  std::shared_ptr<uint8_t> Alloc(size_t n);
+
+  // Drops every block (RAM and directory); the arena's pages go back once
+  // no reader holds a block.
   void Drop();
   CacheStats Stats();
   void CountPrefetch(bool fetched);
@@ -134,6 +140,7 @@ class DataCache {
   bool disk_ = false;          // the directory tier is in use
   std::string root_;           // <dir>/<fs id hex>
   uint64_t capacity_ = 0;      // the cache tier's bound
+  std::shared_ptr<BlockArena> arena_;  // null: blocks on the heap
 
   std::mutex mu_;
   std::unordered_map<BlockKey, Entry, BlockKeyHash> index_;  // GUARDED_BY(mu_)
