@@ -23,6 +23,7 @@
 #include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
 #include "tests/integration/exposition.h"
+#include "tests/integration/oss_metrics.h"
 
 namespace sfs::testing {
 namespace {
@@ -82,15 +83,7 @@ class CacheTest : public ClusterPerTest {
     ::close(fd);
     return err;
   }
-  double OssReadBytes() {
-    double sum = 0;
-    for (int i = 0; i < cluster().num_oss(); ++i) {
-      Result<std::string> m = metrics::HttpGet(cluster().oss_metrics_address(i), "/metrics");
-      EXPECT_TRUE(m.ok()) << m.status().ToString();
-      if (m.ok()) sum += Sample(*m, "sfs_oss_read_bytes_total");
-    }
-    return sum;
-  }
+  double OssReadBytes() { return OssSum(cluster(), "sfs_oss_read_bytes_total"); }
   // `sfs cache status` of the mount at mp.
   client::CacheStats StatusOf(const std::string& mp) {
     std::string out;
@@ -252,11 +245,7 @@ TEST_F(CacheTest, AHintListsItsDirectoryOnceAndOpensOnlyWhatItMustFetch) {
   }
   const std::string list_path = cluster().root() + "/order.txt";
   ASSERT_TRUE(WriteFile(list_path, list));
-  auto mds_ops = [&](const std::string& op) {
-    Result<std::string> m = metrics::HttpGet(cluster().mds_metrics_address(), "/metrics");
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    return m.ok() ? Sample(*m, "sfs_mds_requests_total{op=\"" + op + "\"}") : -1.0;
-  };
+  auto mds_ops = [&](const std::string& op) { return MdsRequests(cluster(), op); };
   auto prefetch = [&] {
     std::string out;
     EXPECT_EQ(RunShell(SfsBinary() + " prefetch --wait --list " + list_path + " 2>&1", &out), 0)

@@ -31,6 +31,7 @@
 #include "tests/harness/fixture.h"
 #include "tests/harness/subprocess.h"
 #include "tests/integration/exposition.h"
+#include "tests/integration/oss_metrics.h"
 
 namespace sfs::testing {
 namespace {
@@ -55,21 +56,11 @@ class FuseEcTest : public ClusterPerTest {
   }
 
   // Lock requests the MDS has served (EC row locks among them).
-  uint64_t LockRequests() {
-    Result<std::string> m = metrics::HttpGet(cluster().mds_metrics_address(), "/metrics");
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    return m.ok() ? static_cast<uint64_t>(Sample(*m, "sfs_mds_requests_total{op=\"lock\"}")) : 0;
-  }
+  uint64_t LockRequests() { return static_cast<uint64_t>(MdsRequests(cluster(), "lock")); }
 
   // Bytes of object data the OSSs have read, all of them together.
   uint64_t OssReadBytes() {
-    uint64_t n = 0;
-    for (int i = 0; i < cluster().num_oss(); ++i) {
-      Result<std::string> m = metrics::HttpGet(cluster().oss_metrics_address(i), "/metrics");
-      EXPECT_TRUE(m.ok()) << m.status().ToString();
-      if (m.ok()) n += static_cast<uint64_t>(Sample(*m, "sfs_oss_read_bytes_total"));
-    }
-    return n;
+    return static_cast<uint64_t>(OssSum(cluster(), "sfs_oss_read_bytes_total"));
   }
 
   void SetUp() override {

@@ -22,6 +22,7 @@
 #include "tests/harness/fixture.h"
 #include "tests/harness/subprocess.h"
 #include "tests/integration/exposition.h"
+#include "tests/integration/oss_metrics.h"
 
 namespace sfs::testing {
 namespace {
@@ -56,23 +57,12 @@ class MirrorLockCacheTest : public ClusterPerTest {
     ASSERT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
   }
 
-  uint64_t LockRequests() {
-    Result<std::string> m = metrics::HttpGet(cluster().mds_metrics_address(), "/metrics");
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    return m.ok() ? static_cast<uint64_t>(Sample(*m, "sfs_mds_requests_total{op=\"lock\"}")) : 0;
-  }
+  uint64_t LockRequests() { return static_cast<uint64_t>(MdsRequests(cluster(), "lock")); }
 
   // Write calls (write and write_v requests) the OSSes have served.
   uint64_t OssWriteCalls() {
-    uint64_t n = 0;
-    for (int i = 0; i < cluster().num_oss(); ++i) {
-      Result<std::string> m = metrics::HttpGet(cluster().oss_metrics_address(i), "/metrics");
-      EXPECT_TRUE(m.ok()) << m.status().ToString();
-      if (!m.ok()) continue;
-      n += static_cast<uint64_t>(Sample(*m, "sfs_oss_requests_total{op=\"write\"}") +
-                                 Sample(*m, "sfs_oss_requests_total{op=\"write_v\"}"));
-    }
-    return n;
+    return static_cast<uint64_t>(OssSum(cluster(), "sfs_oss_requests_total{op=\"write\"}") +
+                                 OssSum(cluster(), "sfs_oss_requests_total{op=\"write_v\"}"));
   }
 
   client::LayoutSpec LayoutOf(const std::string& rel) {

@@ -1,4 +1,5 @@
-// The OSSes' /metrics summed over a test cluster (qos_test, tenant_qos_test).
+// Counters from a test cluster's /metrics: the OSSes' summed, the MDS's
+// requests by op (qos, cache, EC, mirror-lock and statahead tests).
 #pragma once
 
 #include <chrono>
@@ -22,6 +23,14 @@ inline double OssSum(TestCluster& cluster, const std::string& series) {
     if (body.ok()) sum += Sample(*body, series);
   }
   return sum;
+}
+
+// Requests of `op` the MDS has served (sfs_mds_requests_total); a failed
+// scrape fails the test.
+inline double MdsRequests(TestCluster& cluster, const std::string& op) {
+  Result<std::string> body = metrics::HttpGet(cluster.mds_metrics_address(), "/metrics");
+  EXPECT_TRUE(body.ok()) << body.status().ToString();
+  return body.ok() ? Sample(*body, "sfs_mds_requests_total{op=\"" + op + "\"}") : 0;
 }
 
 // Until every OSS has `n` QoS rules in force (they come with heartbeats).
