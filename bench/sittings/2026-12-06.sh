@@ -4,6 +4,8 @@
 #        write target), rounds alternating; BUILD_DIR= another build (an older main) to compare
 #   mfs  the same IOR beside MooseFS 3.0 (Debian) with 6 chunkservers, goal 1 and goal 2,
 #        in one sitting (scripts/bench-peers.sh sets MooseFS up in its network namespace)
+#   arena  sfs-bench train's cold epoch and half-cache epochs with the client cache, OLD= (a build
+#        before the block arena) against this build alternating, with sfs-bench's CPU time
 # IOR= the real IOR 4.x binary (built outside the project); OUT= where results go.
 # Needs root (drop_caches) and mpirun.
 set -uo pipefail
@@ -16,6 +18,24 @@ ior() { mpirun --allow-run-as-root --oversubscribe -np 4 $IOR -a POSIX "$@" 2>&1
 cd $R
 for sec in "$@"; do
 case $sec in
+arena)
+  log arena; OLD=${OLD:?OLD= a build dir before the arena}
+  scripts/cluster.sh down --dir /tmp/sar >/dev/null 2>&1; rm -rf /tmp/sar
+  M=$(scripts/cluster.sh up --oss 2 --dir /tmp/sar 2>/dev/null | tail -1)
+  $B/tools/sfs-bench train --mds $M -o /t -n 4000 --prepare --epochs 1 >/dev/null 2>&1
+  for round in $(seq $ROUNDS); do
+    for bd in $OLD $B; do
+      for mode in none hint1g hint205; do
+        case $mode in none) a=(--epochs 1);; hint1g) a=(--epochs 1 --cache-ram 1G --hint);;
+          hint205) a=(--epochs 3 --cache-ram 205M --hint);; esac
+        j=$( { /usr/bin/time -f "%U %S" nice -n -10 $bd/tools/sfs-bench train --mds $M -o /t -n 4000 \
+              --workers 4 --drop-caches "${a[@]}" --json 2>$OUT/arena.err | tail -1; } )
+        e=$(echo "$j" | python3 -c 'import json,sys; print(" ".join("%.2f" % e["seconds"] for e in json.load(sys.stdin)["epochs"]))')
+        echo "arena round $round $bd $mode epochs $e cpu(user sys) $(tail -1 $OUT/arena.err) load $(cut -d' ' -f1 /proc/loadavg)" | tee -a $OUT/arena.log
+      done
+    done
+  done
+  scripts/cluster.sh down --dir /tmp/sar >/dev/null 2>&1 ;;
 ec)
   log ec; scripts/cluster.sh down --dir /tmp/sec >/dev/null 2>&1; rm -rf /tmp/sec
   M=$(SFS_OSS_FLAGS="--metrics-listen 127.0.0.1:0" scripts/cluster.sh up --oss 6 --dir /tmp/sec \
