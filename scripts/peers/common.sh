@@ -61,7 +61,9 @@ wait_for() {
 
 # unmount_dir MNT: unmounts a FUSE mount, lazily if it is busy.
 unmount_dir() {
-  mountpoint -q "$1" 2>/dev/null || return 0
+  # /proc/self/mounts, not mountpoint(1): that fails on a FUSE mount whose
+  # daemon died (ENOTCONN), which then stayed and broke the next setup.
+  awk -v m="$1" '$2 == m {found = 1} END {exit !found}' /proc/self/mounts || return 0
   fusermount3 -u "$1" 2>/dev/null || fusermount -u "$1" 2>/dev/null || umount "$1" 2>/dev/null ||
     umount -l "$1" || log "could not unmount $1"
 }
