@@ -60,4 +60,19 @@ Status SetReadAheadKb(const std::string& mountpoint, unsigned kb) {
   return Status::Ok();
 }
 
+Result<unsigned> RaiseFuseMaxPages(unsigned pages) {
+  const char* knob = "/proc/sys/fs/fuse/max_pages_limit";
+  unsigned limit = 0;
+  {
+    std::ifstream in(knob);
+    if (!(in >> limit)) return Status(ENOENT, std::string("cannot read ") + knob);
+  }
+  if (limit >= pages) return limit;
+  std::ofstream out(knob);
+  out << pages << "\n";
+  out.flush();
+  if (!out) return Status(EACCES, std::string("cannot write ") + knob);
+  return pages;
+}
+
 }  // namespace sfs::fuse

@@ -22,4 +22,12 @@ Result<std::string> MountDevice(std::string_view mountinfo, std::string_view mou
 // Sets the readahead window of the mount on `mountpoint` (root only).
 Status SetReadAheadKb(const std::string& mountpoint, unsigned kb);
 
+// FUSE READ requests are at most fs.fuse.max_pages_limit pages (256 = 1 MiB
+// by default, Linux >= 6.13; before, a fixed 256). Raises the limit to
+// `pages` if it is lower (root only) and returns the limit now in force; the
+// kernel reads it when a connection is made, so call it before mounting.
+// The knob is the machine's: it only lets FUSE servers that ask for larger
+// requests have them, and sfs-mount never lowers it.
+Result<unsigned> RaiseFuseMaxPages(unsigned pages);
+
 }  // namespace sfs::fuse

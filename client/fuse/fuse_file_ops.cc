@@ -163,13 +163,18 @@ void FuseOps::KillSetIdOnTrunc(fuse_req_t req, int flags, client::Attr* a) {
 
 void FuseOps::OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      fuse_file_info* fi) {
-  // The reply buffer comes from the pool (no page faults while the socket
-  // fills it); a READ larger than max_write (-o max_read) gets its own.
+  // The reply buffer comes from a pool (no page faults while the socket
+  // fills it): up to max_write from one, up to -o max_read_kb from the
+  // other, which bounds their bytes; a larger READ (a libfuse -o max_read
+  // the kernel was not told of) gets its own.
   ReadBuffers::Lease pooled;
   std::unique_ptr<uint8_t[]> own;
   uint8_t* buf = nullptr;
   if (size <= read_buffers_.size()) {
     pooled = read_buffers_.Get();
+    buf = pooled.data();
+  } else if (size <= big_read_buffers_.size()) {
+    pooled = big_read_buffers_.Get();
     buf = pooled.data();
   } else {
     own = std::make_unique_for_overwrite<uint8_t[]>(size);

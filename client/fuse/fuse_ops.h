@@ -94,6 +94,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse3/fuse_lowlevel.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -121,6 +122,7 @@ struct FuseOptions {
   // Regular files: cache for as long as the MDS's lease (Attr::lease_ms).
   bool leases = true;
   uint32_t max_write = 1u << 20;
+  uint32_t max_read = 1u << 20;    // the largest READ asked of the kernel (-o max_read_kb)
   bool splice_write = false;       // reply read data through a pipe
   uint32_t readdir_page = 512;     // entries per libsfs Readdir call
   uint32_t max_readahead = 0;      // bytes; 0 = what the kernel proposes
@@ -296,9 +298,14 @@ class FuseOps {
   CompleteDirs dirs_;
   std::unique_ptr<StatAhead> statahead_;
   std::atomic<uint64_t> local_epoch_{0};  // advanced by LocalChange
-  // READ reply buffers of max_write bytes; 32 idle at most (32 MiB at the
-  // default 1 MiB; read_buffers.h).
+  // READ reply buffers of max_write bytes (1 MiB): 32 idle at most, one per
+  // worker in use at most. READs beyond that (up to -o max_read_kb) take
+  // one of big_read_buffers_: 8 idle at most, and 64 MiB of them in use at
+  // most, the bytes of 64 workers' READs of 1 MiB (read_buffers.h).
   ReadBuffers read_buffers_{opts_.max_write, 32};
+  ReadBuffers big_read_buffers_{std::max(opts_.max_write, opts_.max_read), 8,
+                                std::max<size_t>(1, (64u << 20) / std::max(opts_.max_write,
+                                                                           opts_.max_read))};
   std::mutex notify_mu_;                 // held across a notify call
   fuse_session* notify_se_ = nullptr;    // GUARDED_BY(notify_mu_)
   // For data invalidations from request handlers (a lock grant): set from

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -114,6 +115,20 @@ int Serve(fuse_session* se, const MountArgs& a) {
   return clean ? 0 : 1;
 }
 
+// The INIT max_pages for READs of up to max_read_kb, within what the
+// kernel allows (raising its limit when root); 0 leaves libfuse's 1 MiB.
+uint16_t MaxPagesFor(unsigned max_read_kb) {
+  const unsigned want = max_read_kb / 4;
+  if (want <= 256) return 0;
+  Result<unsigned> limit = RaiseFuseMaxPages(want);
+  if (!limit.ok()) {
+    if (geteuid() == 0) LOG_WARN("READ requests stay at 1 MiB: " << limit.status().ToString());
+    // Not root: a kernel before 6.13 has no knob and takes up to 256 pages.
+    return 0;
+  }
+  return static_cast<uint16_t>(std::min(want, *limit));
+}
+
 // fuse_argv as libfuse wants it; the strings stay owned by a.
 std::vector<char*> FuseArgv(const MountArgs& a) {
   std::vector<char*> argv;
@@ -185,6 +200,7 @@ int Run(const MountArgs& a) {
   fuse_opt_free_args(&args);
   if (se == nullptr) return 1;
   int code = 1;
+  if (a.wire_flags) wire.SetMaxPages(MaxPagesFor(a.max_read_kb));
   if (fuse_set_signal_handlers(se) == 0) {
     if (fuse_session_mount(se, real) == 0) {
       // Before the loop reads the first request, INIT (see wire_flags.h);

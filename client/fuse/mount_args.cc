@@ -31,6 +31,7 @@ struct RawArgs {
   unsigned max_threads = 64;
   unsigned max_idle_threads = kIdleAsMax;
   unsigned read_ahead_kb = 4096;
+  unsigned max_read_kb = 4096;
   unsigned write_behind_kb = 16384;
   unsigned write_behind_threads = 16;
   unsigned close_delay_ms = 10;
@@ -70,6 +71,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("max_threads=%u", max_threads, 0),
     SFS_OPT("max_idle_threads=%u", max_idle_threads, 0),
     SFS_OPT("read_ahead_kb=%u", read_ahead_kb, 0),
+    SFS_OPT("max_read_kb=%u", max_read_kb, 0),
     SFS_OPT("write_behind_kb=%u", write_behind_kb, 0),
     SFS_OPT("write_behind_threads=%u", write_behind_threads, 0),
     SFS_OPT("close_delay_ms=%u", close_delay_ms, 0),
@@ -209,6 +211,10 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.wire_flags = raw.nowireflags == 0;
   out.fuse.rdwr_direct = raw.rdwr_cache == 0;
   out.fuse.max_readahead = raw.read_ahead_kb * 1024;
+  // Whole pages, at least the 1 MiB libfuse asks for, at most 64 MiB (the
+  // FUSE max_pages field is 16 bits).
+  out.max_read_kb = std::clamp(raw.max_read_kb / 4 * 4, 1024u, 65536u - 4u);
+  out.fuse.max_read = out.max_read_kb * 1024;
   out.client.write_behind_bytes = uint64_t{raw.write_behind_kb} * 1024;
   out.client.write_behind_threads = static_cast<int>(std::max(1u, raw.write_behind_threads));
   out.client.close_delay = std::chrono::milliseconds(raw.close_delay_ms);
@@ -327,6 +333,8 @@ std::string MountUsage() {
          "  -o max_idle_threads=N   idle workers kept (default: max_threads, none ends)\n"
          "  -o read_ahead_kb=N      kernel readahead per file, KiB (default 4096; 0 keeps\n"
          "                          the kernel's 128): wide enough to read several stripes at once\n"
+         "  -o max_read_kb=N        largest READ the kernel sends, KiB (default 4096, at least\n"
+         "                          1024); raises fs.fuse.max_pages_limit to it when root\n"
          "  -o write_behind_kb=N    write-only handles: answer a write once it is copied into a\n"
          "                          window of N KiB of writes in flight to the OSSes (default\n"
          "                          16384); errors show at the next write, fsync or close;\n"

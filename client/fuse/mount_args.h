@@ -35,6 +35,9 @@ struct MountArgs {
   // after a burst of requests is a thread created again for the next one.
   unsigned max_idle_threads = 64;
   unsigned read_ahead_kb = 4096;   // kernel readahead window; 0 = kernel default
+  // The largest READ request asked of the kernel (INIT max_pages; needs the
+  // wire flags and the kernel's fs.fuse.max_pages_limit, bdi.h).
+  unsigned max_read_kb = 4096;
   // The INIT and open flags libfuse 3.14 cannot send (wire_flags.h); off
   // with -o nowireflags.
   bool wire_flags = true;

@@ -89,6 +89,20 @@ TEST(MountArgsTest, WireFlagsAreOnByDefaultAndNowireflagsTurnsThemOff) {
   EXPECT_EQ(Joined(a->fuse_argv).find("nowireflags"), std::string::npos) << "not for libfuse";
 }
 
+TEST(MountArgsTest, ReadsAreFourMiBByDefaultAndMaxReadKbIsWholePagesFromOneMiB) {
+  Result<MountArgs> a = Parse({"h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->max_read_kb, 4096u);
+  EXPECT_EQ(a->fuse.max_read, 4u << 20);
+  a = Parse({"-o", "max_read_kb=8190", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->max_read_kb, 8188u);
+  EXPECT_EQ(Joined(a->fuse_argv).find("max_read_kb"), std::string::npos) << "not for libfuse";
+  a = Parse({"-o", "max_read_kb=64", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->max_read_kb, 1024u) << "libfuse's own 1 MiB at least";
+}
+
 TEST(MountArgsTest, OwnOptionsAreTakenAndOthersPassThrough) {
   Result<MountArgs> a = Parse({"-o", "allow_other,attr_timeout=2.5,rpc_timeout_ms=1500",
                                "h:1", "/m", "-f", "-o", "ro,entry_timeout=0"});

@@ -7,7 +7,11 @@ namespace sfs::fuse {
 
 ReadBuffers::Lease ReadBuffers::Get() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    ++waiting_;
+    returned_.wait(lock, [this] { return leased_ < max_leased_; });
+    --waiting_;
+    ++leased_;
     if (!idle_.empty()) {
       std::unique_ptr<uint8_t[]> buf = std::move(idle_.back());
       idle_.pop_back();
@@ -22,9 +26,18 @@ size_t ReadBuffers::idle() const {
   return idle_.size();
 }
 
-void ReadBuffers::Put(std::unique_ptr<uint8_t[]> buf) {
+size_t ReadBuffers::waiting() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (idle_.size() < max_idle_) idle_.push_back(std::move(buf));
+  return waiting_;
+}
+
+void ReadBuffers::Put(std::unique_ptr<uint8_t[]> buf) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --leased_;
+    if (idle_.size() < max_idle_) idle_.push_back(std::move(buf));
+  }
+  returned_.notify_one();
   // else: freed as buf goes out of scope.
 }
 

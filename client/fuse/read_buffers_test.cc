@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace sfs::fuse {
@@ -48,6 +51,26 @@ TEST(ReadBuffersTest, AMovedLeaseReturnsItsBufferOnce) {
     EXPECT_NE(b.data(), nullptr);
   }
   EXPECT_EQ(pool.idle(), 1u);
+}
+
+TEST(ReadBuffersTest, AGetBeyondMaxLeasedWaitsForALeaseToEndAndGetsItsBuffer) {
+  ReadBuffers pool(256, 4, /*max_leased=*/2);
+  ReadBuffers::Lease a = pool.Get();
+  ReadBuffers::Lease b = pool.Get();
+  uint8_t* freed = b.data();
+  std::atomic<uint8_t*> got{nullptr};
+  std::thread third([&] { got = pool.Get().data(); });
+  // Polls the condition (the third caller is inside Get), up to 5 s.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (pool.waiting() != 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(pool.waiting(), 1u);
+  EXPECT_EQ(got.load(), nullptr) << "two leases are out";
+  b = ReadBuffers::Lease();  // assigning over a lease returns its buffer
+  third.join();
+  EXPECT_EQ(got.load(), freed);
+  EXPECT_EQ(pool.waiting(), 0u);
 }
 
 }  // namespace

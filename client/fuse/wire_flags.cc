@@ -99,6 +99,14 @@ bool AddInitFlags(struct iovec* iov, int count, uint64_t flags) {
   return true;
 }
 
+bool SetInitMaxPages(struct iovec* iov, int count, uint16_t pages) {
+  if (!IsOkReply(iov, count, offsetof(fuse_init_out, max_pages) + sizeof(uint16_t))) return false;
+  auto* arg = static_cast<uint8_t*>(iov[1].iov_base);
+  if ((Load<uint32_t>(arg + offsetof(fuse_init_out, flags)) & FUSE_MAX_PAGES) == 0) return false;
+  Store<uint16_t>(arg + offsetof(fuse_init_out, max_pages), pages);
+  return true;
+}
+
 // An OPEN reply is fuse_open_out; a CREATE reply is fuse_entry_out followed
 // by fuse_open_out. The bytes belong to the libfuse thread sending them,
 // which is blocked in our writev, so they are patched in place.
@@ -195,6 +203,9 @@ bool WireFlags::PatchReply(struct iovec* iov, int count, uint32_t opcode) {
   // handle) an OPEN as soon as it has taken the reply, before writev returns.
   mmap_allowed_.store(offered && AddInitFlags(iov, count, kDirectIoAllowMmap),
                       std::memory_order_release);
+  if (max_pages_ != 0 && SetInitMaxPages(iov, count, max_pages_)) {
+    max_pages_sent_.store(max_pages_, std::memory_order_release);
+  }
   return true;
 }
 
@@ -224,6 +235,14 @@ std::string WireFlags::Summary() const {
                 offered ? "not accepted (INIT reply could not carry it)" : "not offered")
      << ", FOPEN_PARALLEL_DIRECT_WRITES "
      << Verdict(ParallelDirectWrites(), "not accepted (kernel protocol < 7.38)");
+  if (max_pages_ != 0) {
+    os << ", READ requests up to ";
+    if (uint16_t p = MaxPagesSent(); p != 0) {
+      os << p * 4 << " KiB pages asked (the kernel caps at fs.fuse.max_pages_limit)";
+    } else {
+      os << "1 MiB (no FUSE_MAX_PAGES in the INIT reply)";
+    }
+  }
   return os.str();
 }
 

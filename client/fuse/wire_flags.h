@@ -80,6 +80,10 @@ bool AddInitFlags(struct iovec* iov, int count, uint64_t flags);
 // added the flag; any other reply or shape is left alone.
 bool AddParallelIfDirect(struct iovec* iov, int count, uint32_t opcode);
 
+// Sets max_pages of an INIT reply laid out as for AddInitFlags, if the reply
+// has FUSE_MAX_PAGES among its flags. True iff it did.
+bool SetInitMaxPages(struct iovec* iov, int count, uint16_t pages);
+
 // The hooks and what they learnt from the INIT exchange.
 //
 // Thread safety: OnRead/OnWritev run on every libfuse worker at once; the
@@ -108,6 +112,15 @@ class WireFlags {
   bool ParallelDirectWrites() const { return parallel_.load(std::memory_order_acquire); }
   // The kernel's protocol minor from its INIT request; 0 before it.
   uint32_t KernelMinor() const { return kernel_minor_.load(std::memory_order_acquire); }
+
+  // Asks for READ requests of up to `pages` pages: the INIT reply's
+  // max_pages (libfuse 3.14 derives it from max_write, at most 256 pages =
+  // 1 MiB) becomes `pages` when the kernel offered FUSE_MAX_PAGES. The
+  // kernel caps it at its fs.fuse.max_pages_limit. 0 (the default) leaves
+  // libfuse's value. REQUIRES: before the session loop starts.
+  void SetMaxPages(uint16_t pages) { max_pages_ = pages; }
+  // The max_pages our INIT reply carried; 0 before INIT or if unchanged.
+  uint16_t MaxPagesSent() const { return max_pages_sent_.load(std::memory_order_acquire); }
 
   // What the hooks do: read(2) / writev(2) on fd plus the bookkeeping and
   // patching above. Public so that tests can drive them over a pipe.
@@ -146,6 +159,8 @@ class WireFlags {
   std::atomic<bool> mmap_allowed_{false};
   std::atomic<bool> parallel_{false};
   std::atomic<bool> init_logged_{false};
+  uint16_t max_pages_ = 0;
+  std::atomic<uint16_t> max_pages_sent_{0};
 };
 
 }  // namespace sfs::fuse

@@ -101,6 +101,19 @@ uint32_t OpenFlags(const Reply& r, uint32_t opcode) {
   return r.At<uint32_t>(at);
 }
 
+TEST(WireFlagsTest, MaxPagesIsSetOnlyInAnInitReplyThatHasFuseMaxPages) {
+  Reply r = InitReply(2, FUSE_ASYNC_READ | FUSE_MAX_PAGES);
+  ASSERT_TRUE(SetInitMaxPages(r.iov, 2, 1024));
+  EXPECT_EQ(r.At<uint16_t>(offsetof(fuse_init_out, max_pages)), 1024u);
+  EXPECT_EQ(r.At<uint32_t>(offsetof(fuse_init_out, max_write)), 1u << 20);
+  EXPECT_EQ(r.At<uint32_t>(offsetof(fuse_init_out, flags)), FUSE_ASYNC_READ | FUSE_MAX_PAGES);
+  Reply without = InitReply(3, FUSE_ASYNC_READ);  // the kernel did not offer it
+  EXPECT_FALSE(SetInitMaxPages(without.iov, 2, 1024));
+  EXPECT_EQ(without.At<uint16_t>(offsetof(fuse_init_out, max_pages)), 0u);
+  Reply old = InitReply(4, FUSE_MAX_PAGES, offsetof(fuse_init_out, max_pages));  // too short
+  EXPECT_FALSE(SetInitMaxPages(old.iov, 2, 1024));
+}
+
 TEST(WireFlagsTest, AnExtendedInitRequestYieldsItsFlags2AsTheHighHalf) {
   std::vector<uint8_t> req = InitRequest(44, FUSE_INIT_EXT | FUSE_ASYNC_READ, kMmapBitInFlags2);
   auto k = ParseInitRequest(req.data(), req.size());

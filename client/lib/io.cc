@@ -101,9 +101,9 @@ Result<layout::Geometry> GeometryOf(const LayoutSpec& l) {
 }
 
 // Pieces for [off, off + len): one per stripe unit, merged while contiguous in
-// both the object and the file (stripe_count 1), cut at kMaxPiece.
+// both the object and the file (stripe_count 1), cut at max_piece bytes.
 std::vector<Piece> SplitRange(const LayoutSpec& l, const layout::Geometry& g, Piece::Op op,
-                              uint64_t off, uint64_t len) {
+                              uint64_t off, uint64_t len, uint64_t max_piece = Striper::kMaxPiece) {
   std::vector<Piece> out;
   for (const layout::Extent& e : layout::MapRange(g, off, len)) {
     uint64_t done = 0;
@@ -115,7 +115,7 @@ std::vector<Piece> SplitRange(const LayoutSpec& l, const layout::Geometry& g, Pi
                    last->oid == l.objects[e.stripe].oid &&
                    last->offset + last->length == obj_off &&
                    last->file_offset + last->length == file_off &&
-                   last->length < Striper::kMaxPiece;
+                   last->length < max_piece;
       if (!joins) {
         Piece p;
         p.op = op;
@@ -128,7 +128,7 @@ std::vector<Piece> SplitRange(const LayoutSpec& l, const layout::Geometry& g, Pi
         out.push_back(p);
         last = &out.back();
       }
-      uint64_t n = std::min(e.length - done, Striper::kMaxPiece - last->length);
+      uint64_t n = std::min(e.length - done, max_piece - last->length);
       last->length += n;
       done += n;
     }
@@ -560,7 +560,7 @@ Status Striper::Read(const LayoutSpec& l, uint64_t off, std::span<uint8_t> buf) 
   if (buf.empty()) return Status::Ok();
   if (l.IsEc()) return ReadEc(l, off, buf);
   SFS_ASSIGN_OR_RETURN(layout::Geometry g, GeometryOf(l));
-  std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kRead, off, buf.size());
+  std::vector<Piece> pieces = SplitRange(l, g, Piece::Op::kRead, off, buf.size(), kMaxReadPiece);
   for (Piece& p : pieces) p.in = buf.subspan(p.file_offset - off, p.length);
   if (l.Copies() > 1) return ReadMirrored(l, pieces);
   return Run(pieces);

@@ -149,6 +149,9 @@ class Striper {
   static constexpr std::chrono::milliseconds kFailoverAfter{2000};
   // Largest single OSS read/write this client sends.
   static constexpr uint64_t kMaxPiece = 1 << 20;
+  // Largest single OSS read of a plain or mirrored layout: a 4 MiB READ of
+  // one stripe unit (sfs-mount's -o max_read_kb) is one request, not four.
+  static constexpr uint64_t kMaxReadPiece = 4 << 20;
 
   // REQUIRES: pool outlives the Striper. next_xid is thread-safe.
   Striper(OssPool* pool, uint64_t client_id, std::function<uint64_t()> next_xid,

@@ -48,8 +48,14 @@ Result<FrameHeader> DecodeHeader(const uint8_t* in) {
 
 Status VerifyBody(const FrameHeader& h, std::span<const uint8_t> payload,
                   std::span<const uint8_t> bulk) {
-  if (payload.size() != h.payload_len || bulk.size() != h.bulk_len) return Status(EBADMSG, "body length mismatch");
-  if (BodyCrc(payload, bulk) != h.body_crc) return Status(EBADMSG, "body crc mismatch");
+  return VerifyBodyCrc(h, payload.size(), bulk.size(), BodyCrc(payload, bulk));
+}
+
+Status VerifyBodyCrc(const FrameHeader& h, size_t payload_len, size_t bulk_len, uint32_t crc) {
+  if (payload_len != h.payload_len || bulk_len != h.bulk_len) {
+    return Status(EBADMSG, "body length mismatch");
+  }
+  if (crc != h.body_crc) return Status(EBADMSG, "body crc mismatch");
   return Status::Ok();
 }
 

@@ -78,6 +78,9 @@ Result<FrameHeader> DecodeHeader(const uint8_t* in);
 // EBADMSG iff the body does not match h.body_crc.
 Status VerifyBody(const FrameHeader& h, std::span<const uint8_t> payload,
                   std::span<const uint8_t> bulk);
+// As VerifyBody, for a body whose crc (BodyCrc) the caller has computed as
+// its bytes came in: lengths and crc checked against the header.
+Status VerifyBodyCrc(const FrameHeader& h, size_t payload_len, size_t bulk_len, uint32_t crc);
 
 // Whole-frame helpers (tests, tools): encode to one buffer; decode from a
 // buffer that must hold exactly one frame.

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+
+#include "common/crc32c.h"
 
 namespace sfs::net {
 namespace {
@@ -28,6 +31,32 @@ TEST(FrameTest, RoundTripsGoodFrames) {
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     EXPECT_EQ(kHeaderSize + f->payload.size() + f->bulk.size(), bytes.size());
   }
+}
+
+// A receiver folds each read's bytes into the crc as they arrive
+// (tcp_channel.cc); however the body is cut, the crc is the body's.
+TEST(FrameTest, ABodyCrcFoldedInPiecesVerifiesAndAnyOtherDoesNot) {
+  std::mt19937_64 rng(3);
+  std::vector<uint8_t> payload(77), bulk(5000);
+  for (auto& b : payload) b = rng();
+  for (auto& b : bulk) b = rng();
+  FrameHeader h;
+  h.payload_len = payload.size();
+  h.bulk_len = bulk.size();
+  h.body_crc = BodyCrc(payload, bulk);
+  std::vector<uint8_t> body(payload);
+  body.insert(body.end(), bulk.begin(), bulk.end());
+  for (int round = 0; round < 20; ++round) {
+    uint32_t crc = 0;
+    for (size_t at = 0; at < body.size();) {
+      size_t n = std::min<size_t>(body.size() - at, 1 + rng() % 1500);
+      crc = crc32c::Extend(crc, body.data() + at, n);
+      at += n;
+    }
+    EXPECT_TRUE(VerifyBodyCrc(h, payload.size(), bulk.size(), crc).ok());
+    EXPECT_EQ(VerifyBodyCrc(h, payload.size(), bulk.size(), crc ^ 1).code(), EBADMSG);
+  }
+  EXPECT_EQ(VerifyBodyCrc(h, payload.size(), bulk.size() - 1, h.body_crc).code(), EBADMSG);
 }
 
 TEST(FrameTest, RejectsEverySingleByteCorruption) {

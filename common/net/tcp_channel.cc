@@ -48,6 +48,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/crc32c.h"
 #include "common/log.h"
 #include "common/net/core_channel.h"
 #include "common/net/asio.h"
@@ -147,6 +148,8 @@ class Core : public std::enable_shared_from_this<Core> {
   // Read frames until the socket is empty or `own` is done. REQUIRES: reading_ ours.
   Status ReadAvailable(int fd, const PendingCall* own, bool* own_done);
   Status StartBody();
+  // Folds the next n body bytes received (at body_got) into rx_.body_crc.
+  void ExtendBodyCrc(size_t n);
   Status FinishFrame(const PendingCall* own, bool* own_done);
   // Sends `batch` (each call's sending already counted) and then the queue,
   // on the caller's thread. REQUIRES: the caller claimed send_busy_ for gen.
@@ -191,6 +194,10 @@ class Core : public std::enable_shared_from_this<Core> {
     std::vector<uint8_t> scratch;
     std::span<uint8_t> dst;  // where the bulk goes: call->bulk_in or scratch
     size_t body_got = 0;
+    // The body crc of the bytes in so far: each recvmsg's bytes are folded
+    // in while the kernel's copy has left them in the cache, rather than a
+    // whole (up to 4 MiB) bulk read back from memory at the end.
+    uint32_t body_crc = 0;
     bool too_big = false;  // than bulk_in: EPROTO
   } rx_;
   std::atomic<bool> good_reply_{false};  // a good reply since the last connection error
@@ -480,11 +487,25 @@ Status Core::ReadAvailable(int fd, const PendingCall* own, bool* own_done) {
       if (rx_.hdr_got < net::kHeaderSize) continue;
       SFS_RETURN_IF_ERROR(StartBody());
     } else {
+      ExtendBodyCrc(static_cast<size_t>(n));
       rx_.body_got += static_cast<size_t>(n);
     }
     if (rx_.body_got < rx_.payload.size() + rx_.dst.size()) continue;
     SFS_RETURN_IF_ERROR(FinishFrame(own, own_done));
     if (*own_done) return Status::Ok();  // leave the rest to the next reader
+  }
+}
+
+void Core::ExtendBodyCrc(size_t n) {
+  size_t off = rx_.body_got;
+  if (off < rx_.payload.size()) {
+    const size_t k = std::min(n, rx_.payload.size() - off);
+    rx_.body_crc = crc32c::Extend(rx_.body_crc, rx_.payload.data() + off, k);
+    off += k;
+    n -= k;
+  }
+  if (n > 0) {
+    rx_.body_crc = crc32c::Extend(rx_.body_crc, rx_.dst.data() + (off - rx_.payload.size()), n);
   }
 }
 
@@ -516,8 +537,7 @@ Status Core::StartBody() {
 }
 
 Status Core::FinishFrame(const PendingCall* own, bool* own_done) {
-  Status st = net::VerifyBody(
-      rx_.h, {reinterpret_cast<const uint8_t*>(rx_.payload.data()), rx_.payload.size()}, rx_.dst);
+  Status st = net::VerifyBodyCrc(rx_.h, rx_.payload.size(), rx_.dst.size(), rx_.body_crc);
   // A reply with bulk whose body fails its crc fails its call (EBADMSG), and
   // only it: the header's own crc held, so the stream is intact. Its bulk may
   // be file data the server sent without reading it (an OSS read with

@@ -4,7 +4,10 @@
 // mount's log line with the kernel's verdict on each, that writers of one
 // file through write-only (direct-I/O, parallel) handles all complete with
 // every byte in place, both while they extend the file and while they
-// rewrite it, and that -o nowireflags mounts and works with neither.
+// rewrite it, and that -o nowireflags mounts and works with neither. And the
+// INIT max_pages (-o max_read_kb, default 4 MiB): a cold sequential read of a
+// file striped in 4 MiB units costs one OSS read per stripe unit, where 1 MiB
+// READs cost four.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
@@ -17,7 +20,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
+#include "tests/integration/exposition.h"
 
 namespace sfs::testing {
 namespace {
@@ -38,6 +43,7 @@ class FuseWireFlagsTest : public MountedTest<FuseWireFlagsTest> {
   static ClusterOptions Options() {
     ClusterOptions o;
     o.name = "fuse-wire";  // 4 OSSes: MountedTest stripes every test's directory 4 wide
+    o.metrics = true;      // OSS read requests, for the READ size
     return o;
   }
 
@@ -65,6 +71,17 @@ class FuseWireFlagsTest : public MountedTest<FuseWireFlagsTest> {
         },
         std::chrono::milliseconds(10000));
     return found;
+  }
+
+  // Read requests served by all OSSes so far.
+  uint64_t OssReads() {
+    uint64_t n = 0;
+    for (int i = 0; i < cluster().num_oss(); ++i) {
+      Result<std::string> m = metrics::HttpGet(cluster().oss_metrics_address(i), "/metrics");
+      EXPECT_TRUE(m.ok()) << m.status().ToString();
+      if (m.ok()) n += static_cast<uint64_t>(Sample(*m, "sfs_oss_requests_total{op=\"read\"}"));
+    }
+    return n;
   }
 
   // Writes [i MiB, i+1 MiB) of path with want's bytes from thread i through
@@ -101,6 +118,37 @@ TEST_F(FuseWireFlagsTest, TheMountLogSaysTheKernelTookBothFlags) {
   ASSERT_FALSE(line.empty()) << "no wire flags line in " << cluster().root() << "/logs/mount*";
   EXPECT_NE(line.find("FUSE_DIRECT_IO_ALLOW_MMAP accepted"), std::string::npos) << line;
   EXPECT_NE(line.find("FOPEN_PARALLEL_DIRECT_WRITES accepted"), std::string::npos) << line;
+}
+
+TEST_F(FuseWireFlagsTest, AColdSequentialReadCostsOneOssReadPerFourMiBStripeUnit) {
+  unsigned limit = 0;
+  std::string knob;
+  if (ReadFile("/proc/sys/fs/fuse/max_pages_limit", &knob)) limit = std::stoul(knob);
+  if (limit < 1024) GTEST_SKIP() << "fs.fuse.max_pages_limit " << limit << " < 1024 (not root?)";
+  ASSERT_NE(WireFlagsLine("READ requests up to 4096 KiB").find("pages asked"), std::string::npos);
+  auto d = client().ResolvePath(kRoot, rel_);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  client::LayoutSpec l;
+  l.stripe_count = 4;
+  l.stripe_size = 4 * kMiB;
+  ASSERT_TRUE(client().SetLayout(kRoot, d->ino, l, false).ok());
+  std::mt19937_64 rng(PerTestSeed());
+  std::vector<uint8_t> want = RandomBytes(rng, 32 * kMiB);
+  ASSERT_TRUE(WriteFile(P("shard"), std::string(want.begin(), want.end())));
+  int fd = Open("shard", O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);  // cold: every byte from the OSSes
+  const uint64_t before = OssReads();
+  std::vector<uint8_t> got(want.size());
+  for (size_t off = 0; off < got.size(); off += 4 * kMiB) {
+    ASSERT_EQ(pread(fd, got.data() + off, 4 * kMiB, static_cast<off_t>(off)), 4 * kMiB) << off;
+  }
+  const uint64_t reads = OssReads() - before;
+  EXPECT_TRUE(got == want);
+  // 8 stripe units: 8 reads of 4 MiB; 1 MiB READs would take 32. Readahead
+  // may cut a unit once where its window ends, hence the slack.
+  EXPECT_GE(reads, 8u);
+  EXPECT_LE(reads, 12u);
 }
 
 TEST_F(FuseWireFlagsTest, TwoWritersOfDisjointMiBsOfOneFileBothCompleteAndItReadsBack) {

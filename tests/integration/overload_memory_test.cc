@@ -11,15 +11,20 @@
 // - sfs-mount serves at most max_threads (default 64) FUSE requests at once
 //   (libfuse's multi-threaded loop). Each worker thread owns one receive
 //   buffer of 256 pages + 4 KiB (libfuse, max_write 1 MiB) and, for a READ, a
-//   reply buffer of at most 1 MiB (FuseOps::OnRead). libsfs sends write data
+//   reply buffer of at most 1 MiB (FuseOps::OnRead; the mount here has
+//   max_read_kb=1024: larger READs would also wait for the 64 MiB of large
+//   reply buffers, which the stall accounting below cannot see; that bound
+//   is read_buffers_test's). libsfs sends write data
 //   from the receive buffer and receives OSS read data into the reply buffer
 //   (rpc zero copy), so file data in the client is at most
 //   max_threads x 2 MiB = 128 MiB, plus a fixed part.
 // - An sfs-oss holds, per request in flight, its request bulk (a write) or
-//   its reply bulk (a read), at most 1 MiB from libsfs (Striper::kMaxPiece;
-//   the protocol allows 64 MiB). What its clients can have in flight: one
-//   FUSE request is at most 1 MiB of bulk in all, so per mount max_threads x
-//   1 MiB = 64 MiB, plus a fixed part. The server caps it on its own too
+//   its reply bulk (a read), at most 1 MiB (a write, Striper::kMaxPiece) or
+//   4 MiB (a read, kMaxReadPiece) from libsfs (the protocol allows 64 MiB).
+//   What its clients can have in flight: one worker's request at a time,
+//   1 MiB each, and of READs above 1 MiB 64 MiB in all (the mount's reply
+//   buffers), so per mount at most 64 + 64 MiB; here (1 MiB READs) max_threads
+//   x 1 MiB = 64 MiB, plus a fixed part. The server caps it on its own too
 //   (common/rpc/admission.h): at most 64 MiB per connection and 256 MiB per
 //   server (--max-inflight-mib) are admitted at once, whatever the number of
 //   clients; OssBudgetTest below drives one OSS past that.
@@ -356,9 +361,10 @@ TEST_P(OverloadMemoryTest, SixtyFourTasksThroughOneMountWithAStalledOssAllFinish
   // Synchronous writes (write_behind_kb=0): the stall accounting below needs
   // every write call to wait for its OSS. With write-behind (the default) a
   // write waits only for room in the mount's window (16 MiB more data in the
-  // client); fuse_write_behind_test covers that path.
+  // client); fuse_write_behind_test covers that path. READs of 1 MiB, for
+  // the same reason (see the head of this file).
   auto mnt = cluster().Mount({}, {"max_threads=" + std::to_string(max_threads),
-                                  "write_behind_kb=0"});
+                                  "write_behind_kb=0", "max_read_kb=1024"});
   ASSERT_TRUE(mnt.ok()) << mnt.status().ToString();
   auto c = cluster().Connect();
   ASSERT_TRUE(c.ok()) << c.status().ToString();
