@@ -23,6 +23,7 @@
 #include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
 #include "tests/integration/exposition.h"
+#include "tests/integration/oss_metrics.h"
 
 namespace sfs::testing {
 namespace {
@@ -75,13 +76,7 @@ class FuseWireFlagsTest : public MountedTest<FuseWireFlagsTest> {
 
   // Read requests served by all OSSes so far.
   uint64_t OssReads() {
-    uint64_t n = 0;
-    for (int i = 0; i < cluster().num_oss(); ++i) {
-      Result<std::string> m = metrics::HttpGet(cluster().oss_metrics_address(i), "/metrics");
-      EXPECT_TRUE(m.ok()) << m.status().ToString();
-      if (m.ok()) n += static_cast<uint64_t>(Sample(*m, "sfs_oss_requests_total{op=\"read\"}"));
-    }
-    return n;
+    return static_cast<uint64_t>(OssSum(cluster(), "sfs_oss_requests_total{op=\"read\"}"));
   }
 
   // Writes [i MiB, i+1 MiB) of path with want's bytes from thread i through
