@@ -13,9 +13,7 @@
 // Receiving (leader/follower): a caller in Wait() with nobody reading reads
 // frames itself (non-blocking recvmsg, poll between) until its own reply is
 // in, completing others' calls on the way, then wakes one waiting caller to
-// read next. A lone caller's reply wakes it straight from the socket. A
-// reader waiting for a read's reply polls awake for up to 50 us before it
-// sleeps (AwaitReadable).
+// read next. A lone caller's reply wakes it straight from the socket.
 //
 // Zero copy: write bulk goes from the caller's buffer, reply bulk lands in
 // its bulk_in; so a call that times out is first unhooked, and Wait() does
@@ -105,8 +103,6 @@ struct Conn {
 using Socket = std::shared_ptr<Conn>;
 using CallPtr = std::shared_ptr<PendingCall>;
 constexpr size_t kMaxBatch = 16;  // frames per write
-// The longest a reader waits awake for a read's reply (Core::AwaitReadable).
-constexpr std::chrono::microseconds kReadSpin{50};
 constexpr std::chrono::milliseconds kMinDelay{20}, kMaxDelay{1000};  // reconnect backoff
 
 // A call's frame as buffers (header, payload, bulk), less `skip` bytes already written.
@@ -150,9 +146,6 @@ class Core : public std::enable_shared_from_this<Core> {
   void DropConnLocked(uint64_t gen, const std::string& why);  // REQUIRES (all above): mu_
   // Read frames until the socket is empty or `own` is done. REQUIRES: reading_ ours.
   Status ReadAvailable(int fd, const PendingCall* own, bool* own_done);
-  // True once fd is readable within kReadSpin, polled without sleeping;
-  // else false. REQUIRES: reading_ ours.
-  bool AwaitReadable(int fd);
   Status StartBody();
   Status FinishFrame(const PendingCall* own, bool* own_done);
   // Sends `batch` (each call's sending already counted) and then the queue,
@@ -441,7 +434,6 @@ void Core::Lead(std::unique_lock<std::mutex>& l, const CallPtr& p) {
     if (!err.ok() || own_done || (p->held && quick_waiters_ > 0)) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
     if (left.count() <= 0) break;
-    if (!p->bulk_in.empty() && AwaitReadable(sock->fd)) continue;
     pollfd pfd{sock->fd, POLLIN, 0};
     (void)::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 60000)));
   }
@@ -455,21 +447,6 @@ void Core::Lead(std::unique_lock<std::mutex>& l, const CallPtr& p) {
     DropConnLocked(gen, err.ok() ? std::string("call timed out mid-transfer") : err.ToString());
   }
   WakeFollowerLocked();  // the next reader, if anyone waits
-}
-
-// A read (a call that receives bulk) is mostly answered from the server's
-// memory, on its I/O thread, within tens of microseconds, and its bulk comes
-// in pieces with short gaps between them. Sleeping in poll for each costs
-// more on a virtual machine (a halted vCPU woken by an IPI: ~0.3 ms on the
-// 2-vCPU guest of docs/benchmarks.md, "KV-cache tier"), so the reader first
-// waits awake, for at most kReadSpin per wait.
-bool Core::AwaitReadable(int fd) {
-  const auto until = Clock::now() + kReadSpin;
-  do {
-    pollfd pfd{fd, POLLIN, 0};
-    if (::poll(&pfd, 1, 0) != 0) return true;  // readable, or an error the read reports
-  } while (Clock::now() < until);
-  return false;
 }
 
 Status Core::ReadAvailable(int fd, const PendingCall* own, bool* own_done) {
