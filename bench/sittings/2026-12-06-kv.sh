@@ -27,7 +27,7 @@ ab)
 cpu)
   for v in old new old new; do
     B=$OLD; [ $v = new ] && B=$NEW; up $v $B
-    perf stat -e task-clock,context-switches -p $(pgrep -d, -f "$B/oss/sfs-oss") -o $OUT/kv-cpu-oss.$v.txt --append &
+    perf stat -e task-clock,context-switches -p $(pgrep -d, -f "oss/sfs-oss .*/tmp/skv-$v/ost") -o $OUT/kv-cpu-oss.$v.txt --append &
     P=$!; sleep 0.5
     perf stat -e task-clock,context-switches -o $OUT/kv-cpu-cli.$v.txt --append $B/tools/sfs-bench kv --mds $M \
       --blocks 16 --block-size 1M --transport tcp --latency-gets 3000 --json 2>/dev/null | tail -1

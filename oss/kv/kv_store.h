@@ -92,9 +92,6 @@ class KvStore {
   // dropped and false. Closes b.fd.
   Result<bool> ReadOpened(uint32_t tenant, const std::string& ns, const std::string& key,
                           OpenBlock b, std::span<uint8_t> dest, uint32_t* crc);
-  // True iff the block is there and all of it in the page cache: a probe
-  // (no promotion, no pin) for a caller that must not wait on the disk.
-  bool Cached(uint32_t tenant, const std::string& ns, const std::string& key);
   Result<std::vector<bool>> Exists(uint32_t tenant, const std::string& ns,
                                    std::span<const std::string> keys, uint32_t lease_ms);
   Result<std::vector<bool>> Remove(uint32_t tenant, const std::string& ns,

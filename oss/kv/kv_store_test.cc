@@ -4,7 +4,9 @@
 #include "oss/kv/kv_store.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -144,7 +146,6 @@ TEST_F(KvStoreTest, OpenHandsOutTheFileAndThePutsCrcWithoutReadingIt) {
   ASSERT_GE(b->fd, 0);
   EXPECT_EQ(b->crc, crc32c::Value(a.data(), a.size()));
   EXPECT_TRUE(b->cached) << "just written: in the page cache";
-  EXPECT_TRUE(store_->Cached(0, "ns", "k"));
   std::vector<uint8_t> got(kBlock);
   ASSERT_EQ(::pread(b->fd, got.data(), got.size(), 0), static_cast<ssize_t>(kBlock));
   EXPECT_EQ(got, a);
@@ -156,8 +157,34 @@ TEST_F(KvStoreTest, OpenHandsOutTheFileAndThePutsCrcWithoutReadingIt) {
   Result<KvStore::OpenBlock> miss = store_->Open(0, "ns", "absent", 0);
   ASSERT_TRUE(miss.ok());
   EXPECT_EQ(miss->fd, -1);
-  EXPECT_FALSE(store_->Cached(0, "ns", "absent"));
   EXPECT_EQ(store_->Open(0, "nope", "k", 0).status().code(), ENOENT);
+}
+
+TEST_F(KvStoreTest, OpenSaysABlockOutOfThePageCacheIsNotCached) {
+  struct statfs fs;
+  ASSERT_EQ(::statfs(store_->dir().c_str(), &fs), 0);
+  if (fs.f_type == TMPFS_MAGIC) GTEST_SKIP() << "tmpfs keeps every page in memory";
+  ASSERT_TRUE(store_->Put(0, "ns", "k", "", Bytes(6), 0).ok());
+  std::string file;
+  for (auto& e : std::filesystem::recursive_directory_iterator(store_->dir())) {
+    if (e.is_regular_file()) file = e.path();
+  }
+  int fd = ::open(file.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fdatasync(fd), 0);  // clean pages, which the advice below drops
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+  Result<KvStore::OpenBlock> b = store_->Open(0, "ns", "k", 0);
+  ASSERT_TRUE(b.ok());
+  ASSERT_GE(b->fd, 0);
+  EXPECT_FALSE(b->cached);
+  std::vector<uint8_t> got(kBlock);
+  ASSERT_EQ(::pread(b->fd, got.data(), got.size(), 0), static_cast<ssize_t>(kBlock));
+  ::close(b->fd);
+  b = store_->Open(0, "ns", "k", 0);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b->cached) << "read back in";
+  ::close(b->fd);
 }
 
 TEST_F(KvStoreTest, RemoveAndPinAnswerPerKey) {

@@ -26,15 +26,27 @@ void SetFound(const std::vector<bool>& found, OssResponse* resp) {
   for (bool f : found) out->add_found(f);
 }
 
-Status DoGet(kv::KvStore& store, uint32_t tenant, const proto::KvGetReq& g,
-             const rpc::Request& rreq, OssResponse* resp, rpc::Reply* reply) {
+}  // namespace
+
+Result<kv::KvStore::OpenBlock> OpenGet(kv::KvStore& store, uint32_t tenant,
+                                       const proto::KvGetReq& g) {
   SFS_ASSIGN_OR_RETURN(uint64_t size, store.BlockSize(tenant, g.ns()));
   if (g.block_size() != size) {
     return Status::Errno(EINVAL, "kv get of " + std::to_string(g.block_size()) +
                                      "-byte blocks; namespace " + g.ns() + " has " +
                                      std::to_string(size));
   }
-  SFS_ASSIGN_OR_RETURN(kv::KvStore::OpenBlock b, store.Open(tenant, g.ns(), g.key(), g.lease_ms()));
+  return store.Open(tenant, g.ns(), g.key(), g.lease_ms());
+}
+
+bool AnswersWithoutDisk(const kv::KvStore::OpenBlock& b, const rpc::Request& rreq) {
+  return b.fd < 0 || (rreq.file_bulk_ok && b.cached);
+}
+
+Status AnswerGet(kv::KvStore& store, uint32_t tenant, const proto::KvGetReq& g,
+                 kv::KvStore::OpenBlock b, const rpc::Request& rreq, OssResponse* resp,
+                 rpc::Reply* reply) {
+  const uint64_t size = g.block_size();  // OpenGet checked it
   if (b.fd < 0) {
     resp->mutable_kv()->add_found(false);
     return Status::Ok();
@@ -71,8 +83,6 @@ Status DoGet(kv::KvStore& store, uint32_t tenant, const proto::KvGetReq& g,
   return Status::Ok();
 }
 
-}  // namespace
-
 bool IsKvOp(int op) {
   switch (op) {
     case OssRequest::kKvDeclare:
@@ -94,7 +104,10 @@ Status DispatchKv(kv::KvStore& store, uint32_t tenant, const OssRequest& req,
       const proto::KvPutReq& p = req.kv_put();
       return store.Put(tenant, p.ns(), p.key(), p.group(), rreq.bulk_bytes(), p.ttl_s());
     }
-    case OssRequest::kKvGet: return DoGet(store, tenant, req.kv_get(), rreq, resp, reply);
+    case OssRequest::kKvGet: {
+      SFS_ASSIGN_OR_RETURN(kv::KvStore::OpenBlock b, OpenGet(store, tenant, req.kv_get()));
+      return AnswerGet(store, tenant, req.kv_get(), b, rreq, resp, reply);
+    }
     case OssRequest::kKvExists: {
       SFS_ASSIGN_OR_RETURN(std::vector<std::string> keys, Keys(req.kv_exists().keys()));
       SFS_ASSIGN_OR_RETURN(std::vector<bool> found,

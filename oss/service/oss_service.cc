@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -424,13 +425,10 @@ Result<uint32_t> OssService::KvTenant(const OssRequest& oreq) const {
   return last.ok() ? Status::Errno(EACCES, "no capability grants the kv tier") : last;
 }
 
-bool OssService::KvGetCached(const OssRequest& oreq, const rpc::Request& req) const {
-  if (!req.file_bulk_ok) return false;
-  Result<uint32_t> tenant = KvTenant(oreq);
-  ObjectStore* store = Find(oreq.ost());
+kv::KvStore* OssService::KvFor(uint32_t ost) const {
+  ObjectStore* store = Find(ost);
   auto it = store == nullptr ? kv_.end() : kv_.find(store);
-  if (!tenant.ok() || it == kv_.end()) return false;  // refused on a worker, and logged there
-  return it->second->Cached(*tenant, oreq.kv_get().ns(), oreq.kv_get().key());
+  return it == kv_.end() ? nullptr : it->second;
 }
 
 void OssService::HandleKv(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
@@ -522,15 +520,36 @@ static void DataBytes(const OssRequest& oreq, const rpc::Request& req, uint64_t*
   }
 }
 
-bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
-  if (inline_read_max_ == 0 || req.service != rpc::kServiceOss) return false;
-  OssRequest oreq;
-  if (!oreq.ParseFromString(req.payload)) return false;
-  const bool small_read =
-      oreq.op_case() == OssRequest::kRead && oreq.read().length() <= inline_read_max_;
-  if (!small_read && !(oreq.op_case() == OssRequest::kKvGet && KvGetCached(oreq, req))) {
-    return false;
-  }
+// The reply's errno. Its status is field 1, which protobuf serializes first,
+// and Finish sets it only when not OK: so an OK reply costs no parse.
+static int ReplyCode(const rpc::Reply& reply) {
+  if (reply.payload.empty() || static_cast<uint8_t>(reply.payload[0]) != 0x0a) return 0;
+  OssResponse resp;
+  if (!resp.ParseFromString(reply.payload)) return EPROTO;
+  return resp.status().code();
+}
+
+template <typename Fn>
+void OssService::Counted(const OssRequest& oreq, const rpc::Request& req, rpc::Reply* reply,
+                         Fn&& handle) {
+  if (metrics_ == nullptr) return handle();
+  uint64_t read = 0, written = 0;
+  DataBytes(oreq, req, &read, &written);
+  metrics_->Begin(read + written);
+  auto start = std::chrono::steady_clock::now();
+  handle();
+  uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now() - start)
+                                          .count());
+  metrics_->End(read + written);
+  int code = ReplyCode(*reply);
+  if (code != 0) read = written = 0;  // nothing (or not all: unknown) moved
+  metrics_->Record(oreq.op_case(), code, ns, read, written, oreq.job_id());
+}
+
+template <typename Fn>
+bool OssService::RunInline(const OssRequest& oreq, rpc::Request& req, rpc::ReplyFn& done,
+                           Fn&& handle) {
   rpc::Reply reply;
   if (qos_ != nullptr && qos_->enabled()) {
     QosWho who = WhoForQos(oreq);
@@ -542,17 +561,45 @@ bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
       // noisy neighbour QoS holds back.
       QosCost cost;
       DataBytes(oreq, req, &cost.read_bytes, &cost.write_bytes);
-      if (!qos_->RunNow(*cls, cost,
-                        [&] { HandleCounted(oreq, req, &reply); })) {
-        return false;
-      }
+      if (!qos_->RunNow(*cls, cost, [&] { handle(&reply); })) return false;
       done(std::move(reply));
       return true;
     }
   }
-  HandleCounted(oreq, req, &reply);
+  handle(&reply);
   done(std::move(reply));
   return true;
+}
+
+bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
+  if (inline_read_max_ == 0 || req.service != rpc::kServiceOss) return false;
+  OssRequest oreq;
+  if (!oreq.ParseFromString(req.payload)) return false;
+  if (oreq.op_case() == OssRequest::kKvGet) return TryKvGetInline(oreq, req, done);
+  if (oreq.op_case() != OssRequest::kRead || oreq.read().length() > inline_read_max_) return false;
+  return RunInline(oreq, req, done, [&](rpc::Reply* reply) { HandleCounted(oreq, req, reply); });
+}
+
+// The get's one lookup and open happen here, before QoS is asked: a block
+// that must come from the disk goes to a worker uncharged (which opens it
+// again: the disk read dwarfs that), a cached one is answered from this open.
+bool OssService::TryKvGetInline(const OssRequest& oreq, rpc::Request& req, rpc::ReplyFn& done) {
+  if (!req.file_bulk_ok) return false;
+  Result<uint32_t> tenant = KvTenant(oreq);
+  kv::KvStore* store = KvFor(oreq.ost());
+  if (!tenant.ok() || store == nullptr) return false;  // refused on a worker, and logged there
+  const proto::KvGetReq& g = oreq.kv_get();
+  Result<kv::KvStore::OpenBlock> b = OpenGet(*store, *tenant, g);
+  if (!b.ok()) return false;  // the worker answers the error
+  auto answer = [&](rpc::Reply* reply) {
+    Counted(oreq, req, reply, [&] {
+      OssResponse resp;
+      Finish(AnswerGet(*store, *tenant, g, *b, req, &resp, reply), &resp, reply);
+    });
+  };
+  if (AnswersWithoutDisk(*b, req) && RunInline(oreq, req, done, answer)) return true;
+  if (b->fd >= 0) ::close(b->fd);
+  return false;
 }
 
 void OssService::HandleAsync(rpc::Request& req, rpc::ReplyFn done) {
@@ -608,29 +655,8 @@ OssService::Targets OssService::targets() const {
   return *targets_;
 }
 
-// The reply's errno. Its status is field 1, which protobuf serializes first,
-// and Finish sets it only when not OK: so an OK reply costs no parse.
-static int ReplyCode(const rpc::Reply& reply) {
-  if (reply.payload.empty() || static_cast<uint8_t>(reply.payload[0]) != 0x0a) return 0;
-  OssResponse resp;
-  if (!resp.ParseFromString(reply.payload)) return EPROTO;
-  return resp.status().code();
-}
-
 void OssService::HandleCounted(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
-  if (metrics_ == nullptr) return HandleParsed(oreq, req, reply);
-  uint64_t read = 0, written = 0;
-  DataBytes(oreq, req, &read, &written);
-  metrics_->Begin(read + written);
-  auto start = std::chrono::steady_clock::now();
-  HandleParsed(oreq, req, reply);
-  uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now() - start)
-                                          .count());
-  metrics_->End(read + written);
-  int code = ReplyCode(*reply);
-  if (code != 0) read = written = 0;  // nothing (or not all: unknown) moved
-  metrics_->Record(oreq.op_case(), code, ns, read, written, oreq.job_id());
+  Counted(oreq, req, reply, [&] { HandleParsed(oreq, req, reply); });
 }
 
 void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {

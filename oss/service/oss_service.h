@@ -173,9 +173,20 @@ class OssService : public rpc::Handler {
   };
   QosWho WhoForQos(const proto::OssRequest& oreq) const;
 
-  // True iff req is a kv get (oreq) the server can send from a file, whose
-  // tenant is allowed and whose block is all in the page cache.
-  bool KvGetCached(const proto::OssRequest& oreq, const rpc::Request& req) const;
+  // The KvStore of OST ost, or null (not served here, or no kv tier).
+  kv::KvStore* KvFor(uint32_t ost) const;
+  // TryHandleInline of a kv get (oreq): answered here, from one lookup and
+  // open of its block, iff the server can send from a file, the tenant is
+  // allowed, and the block is a miss or all in the page cache.
+  bool TryKvGetInline(const proto::OssRequest& oreq, rpc::Request& req, rpc::ReplyFn& done);
+  // Runs handle(&reply) on this thread and sends the reply, unless QoS rules
+  // oreq's class and would not dispatch it at once: then false, nothing ran.
+  template <typename Fn>
+  bool RunInline(const proto::OssRequest& oreq, rpc::Request& req, rpc::ReplyFn& done, Fn&& handle);
+  // handle(), which fills reply, counted in metrics_ as oreq.
+  template <typename Fn>
+  void Counted(const proto::OssRequest& oreq, const rpc::Request& req, rpc::Reply* reply,
+               Fn&& handle);
   // A kv op, on the OST store's KvStore, for KvTenant's tenant.
   void HandleKv(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
 
