@@ -24,6 +24,19 @@ ab)
       down $v
     done
   done ;;
+par)  # P (default 3) sfs-bench kv processes at once: what waiting awake costs when gets contend
+  for r in $(seq $ROUNDS); do
+    for v in old new; do
+      B=$OLD; [ $v = new ] && B=$NEW; up $v $B
+      for i in $(seq ${P:-3}); do
+        $B/tools/sfs-bench kv --mds $M --blocks 64 --block-size 1M --transport tcp --latency-gets 500 \
+          --json 2>/dev/null | tail -1 > $OUT/kv-par.run$i &
+      done
+      wait
+      echo "$v r$r par=${P:-3} load=$(cut -d' ' -f1 /proc/loadavg) $(cat $OUT/kv-par.run* | tr '\n' ' ')" | tee -a $OUT/kv-par.log
+      down $v
+    done
+  done ;;
 cpu)
   for v in old new old new; do
     B=$OLD; [ $v = new ] && B=$NEW; up $v $B

@@ -107,6 +107,9 @@ class KvClient::Impl {
     rpc::CallOptions o;
     o.timeout = opts.rpc_timeout;
     o.fail_fast = true;  // a cache does not wait for a dead OSS
+    // A get (it receives a block) is answered from the OSS's page cache on
+    // its I/O thread: wait for it awake first (CallOptions::spin).
+    o.spin = opts.busy_poll && !c->in.empty();
     c->pending = (*ch)->Start(rpc::kServiceOss, c->payload, c->out, c->in, o);
   }
 

@@ -161,7 +161,7 @@ class KvClient {
 
 std::shared_ptr<KvClient> Connect(const std::string& address, double rpc_timeout,
                                   double connect_timeout, const std::string& transport,
-                                  const py::bytes& capability, int max_inflight) {
+                                  const py::bytes& capability, int max_inflight, bool busy_poll) {
   ckv::KvOptions o;
   o.mds_address = address;
   o.rpc_timeout = Ms(rpc_timeout);
@@ -169,6 +169,7 @@ std::shared_ptr<KvClient> Connect(const std::string& address, double rpc_timeout
   o.transport = Check(client::ParseTransport(transport));
   o.capability = std::string(capability);
   o.max_inflight = max_inflight;
+  o.busy_poll = busy_poll;
   std::unique_ptr<ckv::KvClient> c = Check(Blocking([&] { return ckv::KvClient::Connect(o); }));
   return std::make_shared<KvClient>(std::shared_ptr<ckv::KvClient>(std::move(c)));
 }
@@ -245,7 +246,10 @@ void BindKv(py::module_& parent) {
   m.def("connect", &Connect, py::arg("address"), py::kw_only(), py::arg("rpc_timeout") = 10.0,
         py::arg("connect_timeout") = 5.0, py::arg("transport") = "auto",
         py::arg("capability") = py::bytes(), py::arg("max_inflight") = 64,
-        "Connects to the MDS at 'host:port' once, for the OST map.");
+        py::arg("busy_poll") = true,
+        "Connects to the MDS at 'host:port' once, for the OST map. busy_poll: a get "
+        "waits awake up to 50 us for its reply before sleeping (off where more "
+        "processes get at once than there are cores).");
   m.def("chain_keys", &ChainKeys, py::arg("tokens"), py::kw_only(),
         py::arg("chunk_tokens") = 256, py::arg("salt") = py::bytes(), py::arg("model") = "",
         py::arg("layout") = "", py::arg("parent") = py::none(),

@@ -13,7 +13,9 @@
 // Receiving (leader/follower): a caller in Wait() with nobody reading reads
 // frames itself (non-blocking recvmsg, poll between) until its own reply is
 // in, completing others' calls on the way, then wakes one waiting caller to
-// read next. A lone caller's reply wakes it straight from the socket.
+// read next. A lone caller's reply wakes it straight from the socket. A
+// reader whose call asked for CallOptions::spin polls awake for up to
+// kSpin before it sleeps (AwaitReadable).
 //
 // Zero copy: write bulk goes from the caller's buffer, reply bulk lands in
 // its bulk_in; so a call that times out is first unhooked, and Wait() does
@@ -82,6 +84,7 @@ class PendingCall {
   bool waiting = false;   // a follower: its caller sleeps in Wait() on cv
   bool held = false;      // CallOptions::held: reads only while no other caller waits
   bool fail_fast = false;  // CallOptions::fail_fast: done at a failed connect
+  bool spin = false;       // CallOptions::spin: its reader waits awake first
   size_t lane = 0;        // LanedChannel: the lane (Core) it went to; set by its caller
   bool went_out = false;  // some of its frame was handed to a socket
   bool resent = false;    // re-queued after went_out, for a new connection (Response::resent)
@@ -104,6 +107,8 @@ struct Conn {
 using Socket = std::shared_ptr<Conn>;
 using CallPtr = std::shared_ptr<PendingCall>;
 constexpr size_t kMaxBatch = 16;  // frames per write
+// The longest a reader waits awake for a spin call's reply (Core::AwaitReadable).
+constexpr std::chrono::microseconds kSpin{50};
 constexpr std::chrono::milliseconds kMinDelay{20}, kMaxDelay{1000};  // reconnect backoff
 
 // A call's frame as buffers (header, payload, bulk), less `skip` bytes already written.
@@ -147,6 +152,9 @@ class Core : public std::enable_shared_from_this<Core> {
   void DropConnLocked(uint64_t gen, const std::string& why);  // REQUIRES (all above): mu_
   // Read frames until the socket is empty or `own` is done. REQUIRES: reading_ ours.
   Status ReadAvailable(int fd, const PendingCall* own, bool* own_done);
+  // True once fd is readable within kSpin, polled without sleeping; else
+  // false. REQUIRES: reading_ ours.
+  bool AwaitReadable(int fd);
   Status StartBody();
   // Folds the next n body bytes received (at body_got) into rx_.body_crc.
   void ExtendBodyCrc(size_t n);
@@ -221,6 +229,7 @@ std::shared_ptr<PendingCall> Core::Start(uint16_t service, std::string payload,
   p->deadline = Clock::now() + opts.timeout;
   p->held = opts.held;
   p->fail_fast = opts.fail_fast;
+  p->spin = opts.spin;
   net::FrameHeader h{.kind = net::FrameKind::kRequest, .service = service,
                      .payload_len = static_cast<uint32_t>(p->payload.size()),
                      .bulk_len = static_cast<uint32_t>(bulk_out.size())};
@@ -441,6 +450,7 @@ void Core::Lead(std::unique_lock<std::mutex>& l, const CallPtr& p) {
     if (!err.ok() || own_done || (p->held && quick_waiters_ > 0)) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
     if (left.count() <= 0) break;
+    if (p->spin && AwaitReadable(sock->fd)) continue;
     pollfd pfd{sock->fd, POLLIN, 0};
     (void)::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 60000)));
   }
@@ -507,6 +517,19 @@ void Core::ExtendBodyCrc(size_t n) {
   if (n > 0) {
     rx_.body_crc = crc32c::Extend(rx_.body_crc, rx_.dst.data() + (off - rx_.payload.size()), n);
   }
+}
+
+// A spin call is answered from the server's memory within tens of
+// microseconds and its bulk comes in pieces with short gaps; sleeping in poll
+// for each costs more on a virtual machine (a halted vCPU woken by an IPI),
+// so its reader first waits awake, for at most kSpin per wait.
+bool Core::AwaitReadable(int fd) {
+  const auto until = Clock::now() + kSpin;
+  do {
+    pollfd pfd{fd, POLLIN, 0};
+    if (::poll(&pfd, 1, 0) != 0) return true;  // readable, or an error the read reports
+  } while (Clock::now() < until);
+  return false;
 }
 
 Status Core::StartBody() {

@@ -188,6 +188,13 @@ struct CallOptions {
   // come back: for a caller with somewhere else to go (another mirror copy).
   // TCP channel only; others ignore it.
   bool fail_fast = false;
+  // Wait awake, up to 50 us at a time, for the reply before sleeping in
+  // poll: for a call the server answers from memory within microseconds
+  // (a KV get), where a sleep and its wake-up cost more than the wait on a
+  // virtual machine. Not for every read: several processes waiting awake on
+  // few cores take them from the servers (docs/benchmarks.md, "KV-cache
+  // tier"). TCP channel only; others ignore it.
+  bool spin = false;
 };
 
 class PendingCall;  // opaque; owned through shared_ptr

@@ -464,6 +464,38 @@ TEST_F(RpcHeldCallTest, CallsMarkedHeldAndOthersAllGetTheirReplies) {
   EXPECT_EQ(late.load(), 2);
 }
 
+TEST_F(RpcHeldCallTest, ASpinCallWaitsAwakeOnlyBrieflyAndStillGetsALateReply) {
+  // CallOptions::spin: the reader polls awake for up to 50 us per wait, then
+  // sleeps in poll as any other; a reply 300 ms late still arrives, and the
+  // wait costs the waiter little CPU (waiting awake throughout: ~300 ms).
+  CallOptions spin{std::chrono::milliseconds(30000)};
+  spin.spin = true;
+  Status st;
+  Response got;
+  double cpu_ms = 0;
+  auto call = chan_->Start(kServiceMds, "hold", {}, {}, spin);
+  Response r;
+  while (handler_.Held() < 1) ASSERT_TRUE(chan_->Call(kServiceMds, "x", {}, {}, &r).ok());
+  std::thread waiter([&] {
+    timespec a{}, b{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    st = chan_->Wait(call, &got);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    cpu_ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the reply's lateness
+  handler_.AnswerHeld("late");
+  waiter.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(got.payload, "late");
+  EXPECT_LT(cpu_ms, 100.0);
+  // And a spin read gets its bulk whole.
+  std::vector<uint8_t> in(1 << 20);
+  ASSERT_TRUE(chan_->Call(kServiceOss, "read:" + std::to_string(in.size()), {}, in, &r, spin).ok());
+  ASSERT_EQ(r.bulk_len, in.size());
+  for (size_t k = 0; k < in.size(); k += 4099) ASSERT_EQ(in[k], static_cast<uint8_t>(k * 7 + 3));
+}
+
 TEST_F(RpcHeldCallTest, StopWithHeldCallsReturnsAndLateRepliesAreDropped) {
   auto calls = Hold(8, 1500);
   server_->Stop();

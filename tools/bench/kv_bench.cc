@@ -19,7 +19,7 @@ constexpr const char* kUsage =
     "usage: sfs-bench kv --mds HOST:PORT [--block-size BYTES (default 1M)] [--blocks N "
     "(default 256)]\n"
     "                    [--inflight N (default 64)] [--latency-gets N (default 200)] "
-    "[--transport auto|tcp|rdma] [--json]\n"
+    "[--transport auto|tcp|rdma] [--no-busy-poll] [--json]\n"
     "Puts N blocks (namespace bench-kv, one group per 8 blocks), reads them back into one\n"
     "buffer each (verified), then gets single blocks one at a time for latency. The OSSes\n"
     "need --kv-capacity of at least N x block size (split over them).\n";
@@ -34,6 +34,7 @@ struct Args {
   int blocks = 256, inflight = 64, latency_gets = 200;
   std::string transport = "auto";
   bool json = false;
+  bool busy_poll = true;  // KvOptions::busy_poll
 };
 
 bool Parse(int argc, char** argv, Args* a) {
@@ -42,6 +43,7 @@ bool Parse(int argc, char** argv, Args* a) {
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
     if (f == "--json") { a->json = true; continue; }
+    if (f == "--no-busy-poll") { a->busy_poll = false; continue; }
     if ((v = next()) == nullptr) return false;
     if (f == "--mds") a->mds = v;
     else if (f == "--block-size") {
@@ -77,6 +79,7 @@ int RunKv(int argc, char** argv) {
   client::kv::KvOptions o;
   o.mds_address = a.mds;
   o.max_inflight = a.inflight;
+  o.busy_poll = a.busy_poll;
   Result<client::Transport> t = client::ParseTransport(a.transport);
   if (!t.ok()) return Fail("--transport", t.status());
   o.transport = *t;
