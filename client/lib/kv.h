@@ -54,7 +54,7 @@ struct KvOptions {
   // for its reply, which a cached block gets within tens of µs, before it
   // sleeps: on a 2-vCPU VM one get's p99 0.73 ms instead of 1.66. Turn it off
   // where more processes get at once than there are cores (three getters on
-  // 2 cores: p99 4.2 ms with it, 2.6 without; docs/benchmarks.md).
+  // 2 cores: p99 3.3 ms with it, 2.4 without; docs/benchmarks.md).
   bool busy_poll = true;
 };
 
