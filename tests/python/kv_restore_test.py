@@ -45,6 +45,9 @@ class RestoreTest(unittest.TestCase):
         self.assertEqual(r["kv_bytes"], 2 * 2 * 128 * 64 * 4)  # layers x K,V x tokens x d x fp32
         self.assertLessEqual(r["max_logit_diff"], 1e-5, r)
         self.assertTrue(r["logits_match"], r)
+        self.assertGreater(r["transport_gbps"], 0)
+        self.assertAlmostEqual(r["transport_fraction"],
+                               r["restore_gbps"] / r["transport_gbps"], places=6)
 
     def test_a_pooled_restore_gives_the_recomputed_logits(self):
         r = kv_restore.run(CLUSTER.address, self.CFG, 96, "kv-restore-pooled", pooled=True)

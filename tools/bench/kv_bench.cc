@@ -2,10 +2,12 @@
 #include "tools/bench/kv_bench.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,9 +22,16 @@ constexpr const char* kUsage =
     "(default 256)]\n"
     "                    [--inflight N (default 64)] [--latency-gets N (default 200)] "
     "[--transport auto|tcp|rdma] [--no-busy-poll] [--json]\n"
+    "       sfs-bench kv --mds HOST:PORT --tokens N [--restore-script PATH] [--transport T] [--json]\n"
     "Puts N blocks (namespace bench-kv, one group per 8 blocks), reads them back into one\n"
     "buffer each (verified), then gets single blocks one at a time for latency. The OSSes\n"
-    "need --kv-capacity of at least N x block size (split over them).\n";
+    "need --kv-capacity of at least N x block size (split over them).\n"
+    "With --tokens: restore against recompute of an N-token context (bench/kv_restore.py,\n"
+    "PyTorch on the CPU, run with $PYTHON or /usr/bin/python3): prefill_seconds, restore_seconds (a new process,\n"
+    "pooled destination), logits_match, transport_gbps and transport_fraction (the restore's\n"
+    "rate over the tier's raw multi_get rate in the same run). The OSSes need --kv-capacity of\n"
+    "32 KiB x N + 128 MiB. The script: --restore-script, else $SFS_KV_RESTORE, else\n"
+    "bench/kv_restore.py of the source tree this binary was built in.\n";
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -35,6 +44,8 @@ struct Args {
   std::string transport = "auto";
   bool json = false;
   bool busy_poll = true;  // KvOptions::busy_poll
+  int tokens = 0;         // > 0: the restore benchmark (bench/kv_restore.py)
+  std::string restore_script;
 };
 
 bool Parse(int argc, char** argv, Args* a) {
@@ -54,14 +65,61 @@ bool Parse(int argc, char** argv, Args* a) {
     else if (f == "--inflight") a->inflight = std::atoi(v);
     else if (f == "--latency-gets") a->latency_gets = std::atoi(v);
     else if (f == "--transport") a->transport = v;
+    else if (f == "--tokens") a->tokens = std::atoi(v);
+    else if (f == "--restore-script") a->restore_script = v;
     else return false;
   }
-  return !a->mds.empty() && a->blocks > 0 && a->inflight > 0 && a->latency_gets >= 0;
+  return !a->mds.empty() && a->blocks > 0 && a->inflight > 0 && a->latency_gets >= 0 &&
+         a->tokens >= 0;
 }
 
 int Fail(const std::string& what, const Status& st) {
   std::fprintf(stderr, "sfs-bench kv: %s: %s\n", what.c_str(), st.ToString().c_str());
   return 1;
+}
+
+// Single-quoted for sh -c.
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The restore benchmark: bench/kv_restore.py for one context, its JSON line
+// passed through (or its table line without --json).
+int RunRestore(const Args& a) {
+  std::string script = a.restore_script;
+  if (script.empty() && std::getenv("SFS_KV_RESTORE") != nullptr) script = std::getenv("SFS_KV_RESTORE");
+  std::filesystem::path exe_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  if (script.empty()) script = (exe_dir / "../../bench/kv_restore.py").lexically_normal().string();
+  if (!std::filesystem::exists(script)) {
+    std::fprintf(stderr, "sfs-bench kv: %s not found (--restore-script)\n", script.c_str());
+    return 2;
+  }
+  std::string env;
+  std::filesystem::path binding = exe_dir / "../client/python";  // a build tree's stripefs
+  if (std::getenv("PYTHONPATH") == nullptr && std::filesystem::exists(binding / "stripefs")) {
+    env = "PYTHONPATH=" + Quote(binding.lexically_normal().string()) + " ";
+  }
+  // Debian's python3 (numpy, torch) unless $PYTHON names another.
+  std::string python = std::getenv("PYTHON") != nullptr ? std::getenv("PYTHON")
+                       : std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3"
+                                                                     : "python3";
+  std::string cmd = env + Quote(python) + " " + Quote(script) + " " + Quote(a.mds) + " --tokens " +
+                    std::to_string(a.tokens) + " --pooled --transport " +
+                    Quote(a.transport == "auto" ? "tcp" : a.transport) + (a.json ? " --json" : "");
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return Fail(python, Status(errno, "popen"));
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  int rc = ::pclose(p);
+  std::fputs(out.c_str(), stdout);
+  if (rc != 0) {
+    std::fprintf(stderr, "sfs-bench kv: %s failed (status %d)\n", script.c_str(), rc);
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -76,6 +134,7 @@ int RunKv(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  if (a.tokens > 0) return RunRestore(a);
   client::kv::KvOptions o;
   o.mds_address = a.mds;
   o.max_inflight = a.inflight;
