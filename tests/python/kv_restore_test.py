@@ -46,6 +46,9 @@ class RestoreTest(unittest.TestCase):
         self.assertLessEqual(r["max_logit_diff"], 1e-5, r)
         self.assertTrue(r["logits_match"], r)
         self.assertGreater(r["transport_gbps"], 0)
+        self.assertGreaterEqual(r["transport_best_gbps"], r["transport_gbps"])
+        self.assertEqual(len(r["restore_runs"]), 3)  # three new processes, the median counts
+        self.assertEqual(r["restore_seconds"], sorted(r["restore_runs"])[1])
         self.assertAlmostEqual(r["transport_fraction"],
                                r["restore_gbps"] / r["transport_gbps"], places=6)
 

@@ -27,10 +27,11 @@ constexpr const char* kUsage =
     "buffer each (verified), then gets single blocks one at a time for latency. The OSSes\n"
     "need --kv-capacity of at least N x block size (split over them).\n"
     "With --tokens: restore against recompute of an N-token context (bench/kv_restore.py,\n"
-    "PyTorch on the CPU, run with $PYTHON or /usr/bin/python3): prefill_seconds, restore_seconds (a new process,\n"
-    "pooled destination), logits_match, transport_gbps and transport_fraction (the restore's\n"
-    "rate over the tier's raw multi_get rate in the same run). The OSSes need --kv-capacity of\n"
-    "32 KiB x N + 128 MiB. The script: --restore-script, else $SFS_KV_RESTORE, else\n"
+    "PyTorch on the CPU, run with $PYTHON or /usr/bin/python3): prefill_seconds, restore_seconds\n"
+    "(median of three restores, each in a new process, pooled destination), logits_match,\n"
+    "transport_gbps (median of five raw multi_gets in the same run) and transport_fraction\n"
+    "(the restore's rate over it). The OSSes need --kv-capacity of 32 KiB x N + min(32 KiB x\n"
+    "N, 512 MiB). The script: --restore-script, else $SFS_KV_RESTORE, else\n"
     "bench/kv_restore.py of the source tree this binary was built in.\n";
 
 double Since(std::chrono::steady_clock::time_point t0) {
