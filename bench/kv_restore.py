@@ -119,6 +119,20 @@ def prompt(cfg, n, seed=1):
     return torch.randint(0, cfg.vocab, (n + 1,), generator=torch.Generator().manual_seed(seed))
 
 
+def tier(address, transport="tcp", tenant=None):
+    """A KV tier client; tenant "NAME:KEYFILE" connects as that tenant, with
+    the kv capability its authenticated session gets from the MDS (a
+    capability lives minutes: ask for one per phase, as here)."""
+    from stripefs import kv
+    if not tenant:
+        return kv.connect(address, transport=transport)
+    import stripefs
+    name, keyfile = tenant.split(":", 1)
+    with stripefs.connect(address, tenant=name, keyfile=keyfile) as fs:
+        cap = fs.kv_capability()
+    return kv.connect(address, transport=transport, capability=cap)
+
+
 def connector(kvc, cfg, namespace):
     from stripefs import kv_connector
     shape = (2, cfg.chunk, cfg.heads, cfg.d // cfg.heads)
@@ -128,15 +142,16 @@ def connector(kvc, cfg, namespace):
                                           layout="fp32 L%d d%d h%d" % (cfg.layers, cfg.d, cfg.heads))
 
 
-def store(model, cfg, kvc, tokens, namespace):
+def store(model, cfg, connect, tokens, namespace):
     """One forward of all of tokens from scratch: the prefill, timed, and the
     full recompute the restore is checked against (the last token's logits:
     causal attention, so the prompt's KV is that of tokens[:-1] alone). The
-    KV of tokens[:-1] is stored. Returns (prefill s, store s, bytes, logits)."""
+    KV of tokens[:-1] is stored through connect(). Returns (prefill s,
+    store s, bytes, logits)."""
     t0 = time.monotonic()
     full, kvs = model(tokens)
     prefill = time.monotonic() - t0
-    conn = connector(kvc, cfg, namespace)
+    conn = connector(connect(), cfg, namespace)
     ids = tokens[:-1].tolist()
     n = len(ids)
     t0 = time.monotonic()
@@ -195,10 +210,9 @@ def restore(model, cfg, kvc, tokens, namespace, dest=None):
 
 def child(a, cfg):
     """The restoring process: same seed, same model, no state from the parent."""
-    from stripefs import kv
     model = Model(cfg).eval()
     tokens = prompt(cfg, a.child)
-    kvc = kv.connect(a.address, transport=a.transport)
+    kvc = tier(a.address, a.transport, a.tenant[0] if a.tenant else None)
     dest = pool(cfg, a.child) if a.pooled else None
     restored, decode, matched, logits = restore(model, cfg, kvc, tokens, a.namespace, dest)
     np.save(a.out, logits.numpy())
@@ -206,36 +220,173 @@ def child(a, cfg):
                       "matched_tokens": matched}))
 
 
-def run(address, cfg, n, namespace, transport="tcp", pooled=False, restores=3):
-    """One context: prefill + store here, then `restores` restores, each in a
-    new process, compared with the recompute; the median restore counts."""
+def partial(model, cfg, kvc, tokens, namespace, at=0.75):
+    """A prompt that diverges from the stored one at `at` of its length: the
+    tier gives the chunks before the divergence, the rest is prefilled on
+    top of them; against the full prefill of the new prompt, logits
+    compared. Returns a dict of partial_* figures."""
+    n = tokens.shape[0] - 1
+    k = int(n * at)
+    tail = torch.randint(0, cfg.vocab, (n + 1 - k,),
+                         generator=torch.Generator().manual_seed(7))
+    tail[0] = (tokens[k] + 1) % cfg.vocab  # diverges exactly at k
+    p2 = torch.cat([tokens[:k], tail])
+    conn = connector(kvc, cfg, namespace)
+    t0 = time.monotonic()
+    loaded = conn.start_load_kv(p2[:-1].tolist())
+    m = loaded.tokens
+    past = [torch.from_numpy(loaded.layer(l)) for l in range(cfg.layers)]
+    logits, _ = model(p2[m:], past if m else None)
+    hit = time.monotonic() - t0
+    t0 = time.monotonic()
+    full, _ = model(p2)
+    recompute = time.monotonic() - t0
+    diff = (logits - full).abs().max().item()
+    return {"partial_tokens": n, "partial_diverge_at": k, "partial_matched_tokens": m,
+            "partial_seconds": hit, "partial_recompute_seconds": recompute,
+            "partial_speedup": recompute / hit, "partial_max_logit_diff": diff,
+            "partial_logits_match": diff <= 1e-5 * max(1.0, full.abs().max().item())}
+
+
+def other_tenant(address, cfg, tokens, namespace, transport, tenant_b):
+    """Tenant B asks for tenant A's prompt with the same tokens, salt, model
+    and layout (so the same keys): every chunk must miss, B's raw get of A's
+    first block must miss without a byte of A's, and a capability with one
+    byte changed must be refused. Returns a dict of tenant_* figures."""
     from stripefs import kv
+    ids = tokens[:-1].tolist()
+    kvb = tier(address, transport, tenant_b)
+    conn = connector(kvb, cfg, namespace)
+    matched = conn.get_num_matched_tokens(ids)
+    loaded = conn.start_load_kv(ids).tokens
+    chunk0 = conn._chunks(ids)[0]
+    ns = kvb.namespace(namespace, block_size=cfg.chunk * 2 * cfg.d * 4)
+    buf = np.full(cfg.chunk * 2 * cfg.d, 12345.0, dtype=np.float32)
+    hit = ns.get_into(kv.block_key(chunk0, 0), buf, group=chunk0)
+    untouched = bool((buf == 12345.0).all())
+    name, keyfile = tenant_b.split(":", 1)
+    import stripefs
+    with stripefs.connect(address, tenant=name, keyfile=keyfile) as fs:
+        cap = bytearray(fs.kv_capability())
+    cap[len(cap) // 2] ^= 0x01
+    try:
+        forged = kv.connect(address, transport=transport, capability=bytes(cap))
+        fns = forged.namespace(namespace, block_size=cfg.chunk * 2 * cfg.d * 4)
+        forged_hit = fns.get_into(kv.block_key(chunk0, 0), buf, group=chunk0)
+        refused = "not refused (hit=%s)" % forged_hit
+    except (OSError, RuntimeError) as e:
+        refused = str(e)
+    return {"tenant_b_matched_tokens": matched, "tenant_b_loaded_tokens": loaded,
+            "tenant_b_raw_get_hit": bool(hit), "tenant_b_buffer_untouched": untouched,
+            "forged_capability_error": refused}
+
+
+def simulate(requests, capacity, policy):
+    """Hit rate of a cache of `capacity` contexts over the request sequence:
+    "lru", or "opt" (Belady: evict the one used farthest ahead)."""
+    held, hits, last = [], 0, {}
+    for t, c in enumerate(requests):
+        if c in held:
+            hits += 1
+            held.remove(c)
+            held.append(c)
+            continue
+        if len(held) >= capacity:
+            if policy == "lru":
+                held.pop(0)
+            else:
+                def next_use(x):
+                    for u in range(t + 1, len(requests)):
+                        if requests[u] == x:
+                            return u
+                    return len(requests)
+                held.remove(max(held, key=next_use))
+        held.append(c)
+    return hits / len(requests)
+
+
+def zipf(address, cfg, n, contexts, requests, s, capacity, namespace, transport, tenant,
+         seed=11):
+    """`contexts` prompts of n tokens, asked for `requests` times in a Zipf(s)
+    order (seeded); a hit restores every chunk of the prompt, a miss (or a
+    partial one) stores its KV again, as an engine would after the prefill.
+    The tier's capacity is the cluster's (the sitting sizes it for
+    `capacity` contexts); LRU and the optimal (Belady) cache of `capacity`
+    contexts over the same order are beside it. Returns zipf_* figures."""
+    import random
+    model = Model(cfg).eval()
+    prompts = [prompt(cfg, n, seed=100 + i) for i in range(contexts)]
+    t0 = time.monotonic()
+    kvs = [model(p)[1] for p in prompts]
+    prefill = (time.monotonic() - t0) / contexts
+    rng = random.Random(seed)
+    weights = [1.0 / (i + 1) ** s for i in range(contexts)]
+    order = rng.choices(range(contexts), weights=weights, k=requests)
+    conn = connector(tier(address, transport, tenant), cfg, namespace)
+    dest = pool(cfg, n)
+    hits = tokens_hit = 0
+    t0 = time.monotonic()
+    for c in order:
+        ids = prompts[c][:-1].tolist()
+        got = conn.start_load_kv(ids, dest=dest).tokens
+        tokens_hit += got
+        if got == n:
+            hits += 1
+            continue
+        for layer, kv in enumerate(kvs[c]):
+            conn.save_kv_layer(ids, layer, kv[:, :n].numpy())
+        conn.wait_for_save()
+    secs = time.monotonic() - t0
+    return {"zipf_contexts": contexts, "zipf_requests": requests, "zipf_s": s,
+            "zipf_tokens": n, "zipf_hit_rate": hits / requests,
+            "zipf_token_hit_rate": tokens_hit / (n * requests),
+            "zipf_capacity_contexts": capacity,
+            "zipf_lru_hit_rate": simulate(order, capacity, "lru"),
+            "zipf_optimal_hit_rate": simulate(order, capacity, "opt"),
+            "zipf_distinct": len(set(order)), "zipf_seconds": secs,
+            "zipf_prefill_seconds": prefill}
+
+
+def run(address, cfg, n, namespace, transport="tcp", pooled=False, restores=3, tenants=(),
+        partial_at=0.75):
+    """One context: prefill + store here, then `restores` restores, each in a
+    new process, compared with the recompute; the median restore counts.
+    Then (partial_at > 0) a prompt diverging at partial_at, and with two
+    tenants ("NAME:KEYFILE") the second one's view of the first's blocks."""
+    tenant = tenants[0] if tenants else None
     model = Model(cfg).eval()
     tokens = prompt(cfg, n)
-    kvc = kv.connect(address, transport=transport)
-    prefill, stored, nbytes, full = store(model, cfg, kvc, tokens, namespace)
+    prefill, stored, nbytes, full = store(model, cfg, lambda: tier(address, transport, tenant),
+                                          tokens, namespace)
     runs, diff = [], 0.0
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "logits.npy")
         argv = [sys.executable, os.path.abspath(__file__), address, "--child", str(n),
                 "--namespace", namespace, "--out", out, "--transport", transport] + cfg.args()
         argv += ["--pooled"] if pooled else []
+        argv += ["--tenant", tenant] if tenant else []
         for _ in range(max(1, restores)):
             r = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True)
             runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
             diff = max(diff, (torch.from_numpy(np.load(out)) - full).abs().max().item())
+    kvc = tier(address, transport, tenant)
     raw, raw_best = raw_rate(kvc, cfg, nbytes, namespace)
     restored = statistics.median(x["restore_seconds"] for x in runs)
-    return {"transport_gbps": raw, "transport_best_gbps": raw_best,
-            "transport_fraction": nbytes / restored / 1e9 / raw, "tokens": n,
-            "prefill_seconds": prefill, "store_seconds": stored,
-            "store_gbps": nbytes / stored / 1e9, "restore_seconds": restored,
-            "restore_runs": [x["restore_seconds"] for x in runs],
-            "restore_gbps": nbytes / restored / 1e9,
-            "decode_seconds": statistics.median(x["decode_seconds"] for x in runs),
-            "kv_bytes": nbytes, "speedup": prefill / restored, "max_logit_diff": diff,
-            "logits_match": diff <= 1e-5 * max(1.0, full.abs().max().item()),
-            "matched_tokens": min(x["matched_tokens"] for x in runs), "pooled": pooled}
+    r = {"transport_gbps": raw, "transport_best_gbps": raw_best,
+         "transport_fraction": nbytes / restored / 1e9 / raw, "tokens": n,
+         "prefill_seconds": prefill, "store_seconds": stored,
+         "store_gbps": nbytes / stored / 1e9, "restore_seconds": restored,
+         "restore_runs": [x["restore_seconds"] for x in runs],
+         "restore_gbps": nbytes / restored / 1e9,
+         "decode_seconds": statistics.median(x["decode_seconds"] for x in runs),
+         "kv_bytes": nbytes, "speedup": prefill / restored, "max_logit_diff": diff,
+         "logits_match": diff <= 1e-5 * max(1.0, full.abs().max().item()),
+         "matched_tokens": min(x["matched_tokens"] for x in runs), "pooled": pooled}
+    if partial_at > 0:
+        r.update(partial(model, cfg, kvc, tokens, namespace, partial_at))
+    if len(tenants) > 1:
+        r.update(other_tenant(address, cfg, tokens, namespace, transport, tenants[1]))
+    return r
 
 
 def main():
@@ -257,6 +408,19 @@ def main():
                     help="restores, each in a new process; the median counts (default 3)")
     ap.add_argument("--pooled", action="store_true",
                     help="restore into a preallocated, touched buffer (no fresh page faults)")
+    ap.add_argument("--tenant", action="append", default=[], metavar="NAME:KEYFILE",
+                    help="store and restore as this tenant (a cluster with a key); a second "
+                         "--tenant must miss the first's blocks and a forged capability is refused")
+    ap.add_argument("--partial-at", type=float, default=0.75,
+                    help="a prompt diverging at this fraction is restored and completed "
+                         "(0: skip; default 0.75)")
+    ap.add_argument("--zipf", type=int, default=0, metavar="CONTEXTS",
+                    help="instead: CONTEXTS prompts asked for in a Zipf order (hit rate)")
+    ap.add_argument("--zipf-requests", type=int, default=200)
+    ap.add_argument("--zipf-s", type=float, default=1.0)
+    ap.add_argument("--zipf-capacity", type=int, default=0,
+                    help="contexts the tier holds (the cluster's; for the LRU and optimal "
+                         "figures beside it; default CONTEXTS / 2)")
     ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -266,8 +430,21 @@ def main():
         torch.set_num_threads(a.threads)
     if a.child:
         return child(a, cfg)
+    if a.zipf:
+        for n in a.tokens:
+            r = zipf(a.address, cfg, n, a.zipf, a.zipf_requests, a.zipf_s,
+                     a.zipf_capacity or a.zipf // 2, a.namespace + "-zipf", a.transport,
+                     a.tenant[0] if a.tenant else None)
+            print(json.dumps(r) if a.json else
+                  "%d contexts of %d tokens, %d Zipf(%.2f) requests: hit rate %.2f (tokens "
+                  "%.2f); LRU of %d contexts %.2f, optimal %.2f" %
+                  (a.zipf, n, a.zipf_requests, a.zipf_s, r["zipf_hit_rate"],
+                   r["zipf_token_hit_rate"], r["zipf_capacity_contexts"],
+                   r["zipf_lru_hit_rate"], r["zipf_optimal_hit_rate"]))
+        return
     for n in a.tokens:
-        r = run(a.address, cfg, n, a.namespace, a.transport, a.pooled, a.restores)
+        r = run(a.address, cfg, n, a.namespace, a.transport, a.pooled, a.restores, a.tenant,
+                a.partial_at)
         if a.json:
             print(json.dumps(r))
         else:
@@ -276,6 +453,16 @@ def main():
                   (n, r["prefill_seconds"], r["store_gbps"], r["restore_seconds"],
                    r["restore_gbps"], r["speedup"], r["max_logit_diff"], r["logits_match"],
                    r["transport_gbps"], 100 * r["transport_fraction"]))
+            if "partial_matched_tokens" in r:
+                print("        diverging at %d: %d tokens from the tier + the rest %.3f s against "
+                      "%.3f s recomputed (%.1fx), match %s" %
+                      (r["partial_diverge_at"], r["partial_matched_tokens"], r["partial_seconds"],
+                       r["partial_recompute_seconds"], r["partial_speedup"],
+                       r["partial_logits_match"]))
+            if "tenant_b_matched_tokens" in r:
+                print("        second tenant: %d tokens matched, raw get hit %s, forged "
+                      "capability: %s" % (r["tenant_b_matched_tokens"], r["tenant_b_raw_get_hit"],
+                                          r["forged_capability_error"]))
 
 
 if __name__ == "__main__":

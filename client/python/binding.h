@@ -142,6 +142,8 @@ class Client : public std::enable_shared_from_this<Client> {
                  uint32_t ec_data, uint32_t ec_parity);
   py::dict Getstripe(const py::object& path);
   py::list Osts();
+  // Client::KvCapability: this client's tenant's grant for stripefs.kv.connect.
+  py::bytes KvCapability();
   // The order hint (Client::Prefetch): paths, or (path, offset, length) tuples.
   void Prefetch(const py::iterable& entries, uint64_t lookahead, bool append);
   bool WaitPrefetch(double timeout);

@@ -398,6 +398,11 @@ py::dict Client::Getstripe(const py::object& path_obj) {
   return LayoutDict(l);
 }
 
+py::bytes Client::KvCapability() {
+  auto c = Conn();
+  return py::bytes(Check(Blocking([&] { return c->KvCapability(); })));
+}
+
 py::list Client::Osts() {
   auto c = Conn();
   std::vector<client::OstStatus> osts = Check(Blocking([&] { return c->ListOsts(); }));

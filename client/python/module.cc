@@ -118,6 +118,9 @@ void BindClient(py::module_& m) {
            "erasure-code it (as --ec K+M).")
       .def("getstripe", &Client::Getstripe, py::arg("path"))
       .def("osts", &Client::Osts, "The OSTs the MDS knows, with their state.")
+      .def("kv_capability", &Client::KvCapability,
+           "A KV-tier capability for this client's tenant, signed by the MDS, for "
+           "stripefs.kv.connect(capability=); b'' without a cluster key. Good for minutes.")
       .def("prefetch", &Client::Prefetch, py::arg("entries"), py::kw_only(),
            py::arg("lookahead") = 0, py::arg("append") = false,
            "The order hint: the paths (or (path, offset, length)) that will be read next, in "

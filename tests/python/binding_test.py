@@ -88,7 +88,7 @@ def tail(path, lines=20):
 
 
 class Cluster:
-    def __init__(self, mds_bin, oss_bin, num_oss, oss_args=()):
+    def __init__(self, mds_bin, oss_bin, num_oss, oss_args=(), mds_args=()):
         base = os.environ.get("SFS_TEST_TMPDIR") or tempfile.gettempdir()
         self.root = tempfile.mkdtemp(prefix="sfs-python-", dir=base)
         logs = os.path.join(self.root, "logs")
@@ -97,7 +97,7 @@ class Cluster:
         mds_dir = os.path.join(self.root, "mds")
         os.makedirs(mds_dir)
         mds = Daemon("mds", [mds_bin, "--data", mds_dir, "--listen", "127.0.0.1:0",
-                             "--metrics-listen", "127.0.0.1:0"], logs)
+                             "--metrics-listen", "127.0.0.1:0"] + list(mds_args), logs)
         self.daemons.append(mds)
         self.address = mds.address
         self.mds_metrics = mds.metrics
