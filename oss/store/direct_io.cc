@@ -2,6 +2,7 @@
 // buffered head, direct middle and buffered tail.
 #include "oss/store/direct_io.h"
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -50,6 +51,13 @@ bool AnyCached(int fd, uint64_t off, uint64_t len) {
   return cs.nr_cache != 0;
 }
 
+// True iff fd's file is smaller than kDirectReadMinObject (an error counts as
+// small: the buffered path then reports it).
+bool SmallObject(int fd) {
+  struct stat st;
+  return ::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < kDirectReadMinObject;
+}
+
 // Moves [pos, end) through the direct descriptor; returns where it stopped
 // (end, or an earlier point the buffered path must take over from: an error,
 // EOF on a read, or a transfer that stopped off alignment).
@@ -81,7 +89,9 @@ Status WriteMaybeDirect(Env& env, int fd, int direct_fd, std::span<const uint8_t
 Result<uint64_t> ReadMaybeDirect(Env& env, int fd, int direct_fd, std::span<uint8_t> dest,
                                  uint64_t off) {
   const Middle m = DirectPart(direct_fd, dest.data(), off, dest.size());
-  if (m.empty() || AnyCached(fd, m.begin, m.end - m.begin)) return ReadAll(env, fd, dest, off);
+  if (m.empty() || SmallObject(fd) || AnyCached(fd, m.begin, m.end - m.begin)) {
+    return ReadAll(env, fd, dest, off);
+  }
   const uint64_t head = m.begin - off;
   SFS_ASSIGN_OR_RETURN(uint64_t got, ReadAll(env, fd, dest.first(head), off));
   if (got < head) return got;  // the file ends in the head

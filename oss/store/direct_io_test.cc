@@ -209,18 +209,32 @@ TEST_P(DirectIoTest, ADirectWriteWithSyncAndATruncateReadBackExactly) {
 }
 
 TEST_P(DirectIoTest, ADirectReadPastTheEndOfAnObjectGivesZeros) {
-  AlignedBuf data(kMiB);
+  const size_t size = kMiB + 200 * kKiB + 123;  // large enough to be read direct
+  AlignedBuf data(2 * kMiB);
   Fill(data.span(), 6);
-  ASSERT_TRUE(store_->Write(12, 0, data.span().first(200 * kKiB + 123), /*sync=*/true).ok());
+  ASSERT_TRUE(store_->Write(12, 0, data.span().first(size), /*sync=*/true).ok());
   DropCache(12);  // the buffered tail page too, so the whole read goes direct
-  AlignedBuf back(kMiB);
-  std::fill(back.data, back.data + kMiB, 0xEE);
+  AlignedBuf back(2 * kMiB);
+  std::fill(back.data, back.data + 2 * kMiB, 0xEE);
   auto got = store_->Read(12, 0, back.span());
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(*got, 200 * kKiB + 123);
+  EXPECT_EQ(*got, size);
   EXPECT_GT(env_.direct_read.load(), 0u);
   EXPECT_TRUE(std::equal(back.data, back.data + *got, data.data));
-  EXPECT_TRUE(std::all_of(back.data + *got, back.data + kMiB, [](uint8_t b) { return b == 0; }));
+  EXPECT_TRUE(
+      std::all_of(back.data + *got, back.data + 2 * kMiB, [](uint8_t b) { return b == 0; }));
+}
+
+TEST_P(DirectIoTest, AnUncachedSmallObjectIsReadBufferedSoItStaysCached) {
+  AlignedBuf data(256 * kKiB);
+  Fill(data.span(), 7);
+  ASSERT_TRUE(store_->Write(13, 0, data.span(), /*sync=*/true).ok());
+  EXPECT_EQ(env_.direct_written.load(), 256 * kKiB);  // written direct: nothing cached
+  DropCache(13);
+  std::vector<uint8_t> want(data.data, data.data + 256 * kKiB);
+  EXPECT_EQ(ReadBack(13, 0, 256 * kKiB, /*aligned=*/true), want);
+  EXPECT_EQ(ReadBack(13, 0, 256 * kKiB, /*aligned=*/true), want);
+  EXPECT_EQ(env_.direct_read.load(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(ChecksumsOnAndOff, DirectIoTest, ::testing::Bool(),
