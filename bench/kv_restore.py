@@ -305,6 +305,50 @@ def simulate(requests, capacity, policy):
     return hits / len(requests)
 
 
+def simulate_groups(requests, groups_of, ost_of, per_ost, policy, protected_share=0.8):
+    """The tier's own shape: a context is a hit only if every one of its
+    groups (chunks) is on its OST; each OST holds per_ost groups; "lru", or
+    "slru" as oss/kv/kv_index.h (a new group on probation, a hit moves it to
+    protected, which keeps at most protected_share of the OST; victims from
+    probation first). A miss stores the context's groups again."""
+    import collections
+    prob = collections.defaultdict(collections.OrderedDict)  # ost -> group -> None (LRU first)
+    prot = collections.defaultdict(collections.OrderedDict)
+    cap_prot = int(per_ost * protected_share)
+    hits = 0
+    for c in requests:
+        gs = groups_of[c]
+        present = [g in prob[ost_of[g]] or g in prot[ost_of[g]] for g in gs]
+        for g, here in zip(gs, present):  # the gets touch what is there
+            if not here:
+                continue
+            o = ost_of[g]
+            if policy == "lru":
+                prob[o].move_to_end(g)
+                continue
+            prob[o].pop(g, None)
+            prot[o].pop(g, None)
+            prot[o][g] = None
+            while len(prot[o]) > cap_prot:
+                old, _ = prot[o].popitem(last=False)
+                prob[o][old] = None
+        if all(present):
+            hits += 1
+            continue
+        for g in gs:  # the miss stores every group again
+            o = ost_of[g]
+            if g in prob[o] or g in prot[o]:
+                (prot[o] if g in prot[o] else prob[o]).move_to_end(g)
+                continue
+            while len(prob[o]) + len(prot[o]) >= per_ost:
+                victims = [x for x in (prob[o] or prot[o]) if x not in gs]
+                if not victims:
+                    break
+                (prob[o] if prob[o] else prot[o]).pop(victims[0])
+            prob[o][g] = None
+    return hits / len(requests)
+
+
 def zipf(address, cfg, n, contexts, requests, s, capacity, namespace, transport, tenant,
          seed=11):
     """`contexts` prompts of n tokens, asked for `requests` times in a Zipf(s)
@@ -322,7 +366,8 @@ def zipf(address, cfg, n, contexts, requests, s, capacity, namespace, transport,
     rng = random.Random(seed)
     weights = [1.0 / (i + 1) ** s for i in range(contexts)]
     order = rng.choices(range(contexts), weights=weights, k=requests)
-    conn = connector(tier(address, transport, tenant), cfg, namespace)
+    kvc = tier(address, transport, tenant)
+    conn = connector(kvc, cfg, namespace)
     dest = pool(cfg, n)
     hits = tokens_hit = 0
     t0 = time.monotonic()
@@ -337,6 +382,9 @@ def zipf(address, cfg, n, contexts, requests, s, capacity, namespace, transport,
             conn.save_kv_layer(ids, layer, kv[:, :n].numpy())
         conn.wait_for_save()
     secs = time.monotonic() - t0
+    groups = [conn._chunks(p[:-1].tolist()) for p in prompts]
+    ost_of = {g: kvc.place(g, group=g) for gs in groups for g in gs}
+    per_ost = capacity * len(groups[0]) // len(kvc.osts)
     return {"zipf_contexts": contexts, "zipf_requests": requests, "zipf_s": s,
             "zipf_tokens": n, "zipf_hit_rate": hits / requests,
             "zipf_token_hit_rate": tokens_hit / (n * requests),
@@ -344,6 +392,9 @@ def zipf(address, cfg, n, contexts, requests, s, capacity, namespace, transport,
             "zipf_lru_hit_rate": simulate(order, capacity, "lru"),
             "zipf_optimal_hit_rate": simulate(order, capacity, "opt"),
             "zipf_distinct": len(set(order)), "zipf_seconds": secs,
+            # the same with the tier's placement of chunks on OSTs and an even share per OST
+            "zipf_group_lru_hit_rate": simulate_groups(order, groups, ost_of, per_ost, "lru"),
+            "zipf_group_slru_hit_rate": simulate_groups(order, groups, ost_of, per_ost, "slru"),
             "zipf_prefill_seconds": prefill}
 
 

@@ -85,6 +85,15 @@ class RestoreTest(unittest.TestCase):
         self.assertEqual(kv_restore.simulate(seq, 4, "lru"), 0.6)  # all fit: 6 repeats
         self.assertEqual(kv_restore.simulate(seq, 2, "lru"), 0.0)  # each evicted before reuse
         self.assertEqual(kv_restore.simulate(seq, 2, "opt"), 0.3)  # keeps 0 and 1 for their reuse
+        # One group per context on one OST: the group-level LRU is the context-level one.
+        one = {c: [c] for c in range(4)}
+        for cap in (2, 3, 4):
+            self.assertEqual(kv_restore.simulate_groups(seq, one, {c: 0 for c in range(4)}, cap,
+                                                        "lru"), kv_restore.simulate(seq, cap, "lru"))
+        # SLRU with all of a 4-group OST protected but 1 keeps 0 and 1 (hit) from 2 and 3
+        # (seen once, then cycling through probation): 0,1 hit at t3,t4,t6,t7.
+        self.assertEqual(kv_restore.simulate_groups(seq, one, {c: 0 for c in range(4)}, 3, "slru",
+                                                    protected_share=0.67), 0.4)
 
     def test_the_cached_decode_step_equals_the_recompute_locally(self):
         # The model's own KV path, without the tier: prefill then one step.
