@@ -2,9 +2,14 @@
 #include "client/lib/kv.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
+#include <functional>
+#include <latch>
 #include <map>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "client/lib/channel_factory.h"
 #include "client/lib/mds_client.h"
@@ -45,6 +50,54 @@ bool Unreachable(int code) {
          code == EPIPE || code == EHOSTUNREACH || code == ENETUNREACH;
 }
 
+// Threads that take the shares of a MultiGet/MultiPut past the caller's
+// own (KvClient::Impl::PerOst), started as needed and kept for the next
+// call, up to kMaxThreads; past that, shares queue.
+class ShareThreads {
+ public:
+  static constexpr size_t kMaxThreads = 64;
+  ~ShareThreads() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  void Run(std::function<void()> job) {
+    std::unique_lock<std::mutex> l(mu_);
+    jobs_.push_back(std::move(job));
+    if (idle_ == 0 && threads_.size() < kMaxThreads) {
+      threads_.emplace_back([this] { Loop(); });
+    } else {
+      l.unlock();
+      cv_.notify_one();
+    }
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      ++idle_;
+      cv_.wait(l, [&] { return stop_ || !jobs_.empty(); });
+      --idle_;
+      if (jobs_.empty()) return;  // stop_
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      l.unlock();
+      job();
+      l.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;  // GUARDED_BY(mu_)
+  std::vector<std::thread> threads_;        // GUARDED_BY(mu_)
+  size_t idle_ = 0;                         // GUARDED_BY(mu_)
+  bool stop_ = false;                       // GUARDED_BY(mu_)
+};
+
 uint64_t NewClientId() {
   std::random_device rd;
   uint64_t id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -62,6 +115,7 @@ class KvClient::Impl {
   std::unique_ptr<MdsClient> mds;
   std::unique_ptr<OssPool> pool;
   std::vector<uint32_t> osts;
+  ShareThreads share_threads;  // idle whenever no MultiGet/MultiPut runs
 
   uint32_t Place(const BlockId& id) const {
     const uint64_t h = Fnv1a(id.group.empty() ? id.key : id.group);
@@ -149,6 +203,47 @@ class KvClient::Impl {
     Start(c);
     return Finish(c, bulk_len);
   }
+
+  // Runs a batch's calls, items grouped by OST (by_ost: item indices),
+  // each OST's share on a thread of its own (the caller's for the first, a
+  // ShareThreads one for each other) with its part of max_inflight in
+  // flight: make(i, &call) fills item i's call (its ost set), done(i, &call)
+  // finishes it, in the share's order. A thread per OST because a thread
+  // waits for its calls in order, on their socket: one thread waiting for
+  // one OSS's reply leaves the others' replies unread, their socket buffers
+  // fill and their senders stall, the more so on a new connection whose
+  // buffers have not grown yet (docs/benchmarks.md, "KV-cache tier").
+  template <typename Make, typename Done>
+  void PerOst(const std::map<uint32_t, std::vector<size_t>>& by_ost, Make make, Done done) {
+    if (by_ost.empty()) return;
+    const size_t window =
+        std::max<size_t>(1, static_cast<size_t>(opts.max_inflight) / by_ost.size());
+    auto share = [&](uint32_t ost, const std::vector<size_t>& items) {
+      std::deque<std::pair<size_t, Call>> flight;
+      auto finish = [&] {
+        done(flight.front().first, &flight.front().second);
+        flight.pop_front();
+      };
+      for (size_t i : items) {
+        Call call;
+        call.ost = ost;
+        make(i, &call);
+        Start(&call);
+        flight.emplace_back(i, std::move(call));
+        if (flight.size() >= window) finish();
+      }
+      while (!flight.empty()) finish();
+    };
+    std::latch others(static_cast<std::ptrdiff_t>(by_ost.size() - 1));
+    for (auto it = std::next(by_ost.begin()); it != by_ost.end(); ++it) {
+      share_threads.Run([&, ost = it->first, items = &it->second] {
+        share(ost, *items);
+        others.count_down();
+      });
+    }
+    share(by_ost.begin()->first, by_ost.begin()->second);
+    others.wait();
+  }
 };
 
 KvClient::KvClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -221,12 +316,7 @@ Result<bool> KvNamespace::GetInto(const BlockId& id, std::span<uint8_t> buf, uin
 
 std::vector<Status> KvNamespace::MultiPut(std::span<const PutItem> items, uint32_t ttl_s) {
   std::vector<Status> out(items.size());
-  std::deque<std::pair<size_t, KvClient::Impl::Call>> flight;
-  auto complete = [&] {
-    auto& [i, call] = flight.front();
-    out[i] = c_->FinishRedeclaring(&call, name_, block_size_, nullptr).status();
-    flight.pop_front();
-  };
+  std::map<uint32_t, std::vector<size_t>> by_ost;
   for (size_t i = 0; i < items.size(); ++i) {
     const PutItem& it = items[i];
     out[i] = CheckId(it.id);
@@ -235,58 +325,31 @@ std::vector<Status> KvNamespace::MultiPut(std::span<const PutItem> items, uint32
                                   " bytes; namespace " + name_ + " has " +
                                   std::to_string(block_size_) + "-byte blocks");
     }
-    if (!out[i].ok()) continue;
-    KvClient::Impl::Call call;
-    call.ost = c_->Place(it.id);
-    call.out = it.data;
-    call.payload = c_->Payload(call.ost, [&](proto::OssRequest& r) {
-      proto::KvPutReq* p = r.mutable_kv_put();
-      p->set_ns(name_);
-      p->set_key(std::string(it.id.key));
-      p->set_group(std::string(it.id.group));
-      p->set_ttl_s(ttl_s);
-    });
-    c_->Start(&call);
-    flight.emplace_back(i, std::move(call));
-    if (flight.size() >= static_cast<size_t>(c_->opts.max_inflight)) complete();
+    if (out[i].ok()) by_ost[c_->Place(it.id)].push_back(i);
   }
-  while (!flight.empty()) complete();
+  c_->PerOst(
+      by_ost,
+      [&](size_t i, KvClient::Impl::Call* call) {
+        const PutItem& it = items[i];
+        call->out = it.data;
+        call->payload = c_->Payload(call->ost, [&](proto::OssRequest& r) {
+          proto::KvPutReq* p = r.mutable_kv_put();
+          p->set_ns(name_);
+          p->set_key(std::string(it.id.key));
+          p->set_group(std::string(it.id.group));
+          p->set_ttl_s(ttl_s);
+        });
+      },
+      [&](size_t i, KvClient::Impl::Call* call) {
+        out[i] = c_->FinishRedeclaring(call, name_, block_size_, nullptr).status();
+      });
   return out;
 }
 
 std::vector<Result<bool>> KvNamespace::MultiGet(std::span<const GetItem> items,
                                                 uint32_t lease_ms) {
   std::vector<Result<bool>> out(items.size(), false);
-  std::deque<std::pair<size_t, KvClient::Impl::Call>> flight;
-  auto complete = [&] {
-    auto& [i, call] = flight.front();
-    size_t bulk = 0;
-    Result<proto::OssResponse> r = c_->FinishRedeclaring(&call, name_, block_size_, &bulk);
-    if (!r.ok()) {
-      if (Unreachable(r.status().code())) {
-        LOG_DEBUG("kv get from OST " << call.ost << ": " << r.status().ToString() << " (a miss)");
-        out[i] = false;
-      } else if (r.status().code() == EBADMSG) {
-        // The bytes failed the end-to-end check (the OSS sends a block
-        // unread, with the crc of its put): a miss, and the block goes, so
-        // that nobody fetches it again. The buffer holds them: a miss's
-        // buffer is undefined.
-        LOG_WARN("kv get from OST " << call.ost << ": " << r.status().ToString()
-                                    << "; block removed, a miss");
-        (void)Remove({&items[i].id, 1});
-        out[i] = false;
-      } else {
-        out[i] = r.status();
-      }
-    } else if (r->kv().found_size() != 1) {
-      out[i] = Status(EPROTO, "kv get reply without its answer");
-    } else if (r->kv().found(0) && bulk != block_size_) {
-      out[i] = Status(EPROTO, "kv get reply of " + std::to_string(bulk) + " bytes");
-    } else {
-      out[i] = r->kv().found(0);
-    }
-    flight.pop_front();
-  };
+  std::map<uint32_t, std::vector<size_t>> by_ost;
   for (size_t i = 0; i < items.size(); ++i) {
     const GetItem& it = items[i];
     Status st = CheckId(it.id);
@@ -294,25 +357,53 @@ std::vector<Result<bool>> KvNamespace::MultiGet(std::span<const GetItem> items,
       st = Status(EINVAL, "kv get into " + std::to_string(it.buf.size()) + " bytes; namespace " +
                               name_ + " has " + std::to_string(block_size_) + "-byte blocks");
     }
-    if (!st.ok()) {
+    if (st.ok()) {
+      by_ost[c_->Place(it.id)].push_back(i);
+    } else {
       out[i] = st;
-      continue;
     }
-    KvClient::Impl::Call call;
-    call.ost = c_->Place(it.id);
-    call.in = it.buf;
-    call.payload = c_->Payload(call.ost, [&](proto::OssRequest& r) {
-      proto::KvGetReq* g = r.mutable_kv_get();
-      g->set_ns(name_);
-      g->set_key(std::string(it.id.key));
-      g->set_block_size(block_size_);
-      g->set_lease_ms(lease_ms);
-    });
-    c_->Start(&call);
-    flight.emplace_back(i, std::move(call));
-    if (flight.size() >= static_cast<size_t>(c_->opts.max_inflight)) complete();
   }
-  while (!flight.empty()) complete();
+  c_->PerOst(
+      by_ost,
+      [&](size_t i, KvClient::Impl::Call* call) {
+        const GetItem& it = items[i];
+        call->in = it.buf;
+        call->payload = c_->Payload(call->ost, [&](proto::OssRequest& r) {
+          proto::KvGetReq* g = r.mutable_kv_get();
+          g->set_ns(name_);
+          g->set_key(std::string(it.id.key));
+          g->set_block_size(block_size_);
+          g->set_lease_ms(lease_ms);
+        });
+      },
+      [&](size_t i, KvClient::Impl::Call* call) {
+        size_t bulk = 0;
+        Result<proto::OssResponse> r = c_->FinishRedeclaring(call, name_, block_size_, &bulk);
+        if (!r.ok()) {
+          if (Unreachable(r.status().code())) {
+            LOG_DEBUG("kv get from OST " << call->ost << ": " << r.status().ToString()
+                                         << " (a miss)");
+            out[i] = false;
+          } else if (r.status().code() == EBADMSG) {
+            // The bytes failed the end-to-end check (the OSS sends a block
+            // unread, with the crc of its put): a miss, and the block goes, so
+            // that nobody fetches it again. The buffer holds them: a miss's
+            // buffer is undefined.
+            LOG_WARN("kv get from OST " << call->ost << ": " << r.status().ToString()
+                                        << "; block removed, a miss");
+            (void)Remove({&items[i].id, 1});
+            out[i] = false;
+          } else {
+            out[i] = r.status();
+          }
+        } else if (r->kv().found_size() != 1) {
+          out[i] = Status(EPROTO, "kv get reply without its answer");
+        } else if (r->kv().found(0) && bulk != block_size_) {
+          out[i] = Status(EPROTO, "kv get reply of " + std::to_string(bulk) + " bytes");
+        } else {
+          out[i] = r->kv().found(0);
+        }
+      });
   return out;
 }
 
