@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <latch>
 #include <map>
 #include <mutex>
@@ -50,13 +51,16 @@ bool Unreachable(int code) {
          code == EPIPE || code == EHOSTUNREACH || code == ENETUNREACH;
 }
 
-// Threads that take the shares of a MultiGet/MultiPut past the caller's
-// own (KvClient::Impl::PerOst), started as needed and kept for the next
-// call, up to kMaxThreads; past that, shares queue.
-class ShareThreads {
+// Threads that run jobs, started as needed and kept for the next one, up to
+// kMaxThreads; past that, jobs queue. The destructor runs what is queued,
+// then joins. A job must not wait for a job of the same pool (it might be
+// queued behind it): KvClient::Impl keeps one pool for the shares of a
+// MultiGet/MultiPut past the caller's own (PerOst) and another for the
+// async calls, which wait for shares.
+class KeptThreads {
  public:
   static constexpr size_t kMaxThreads = 64;
-  ~ShareThreads() {
+  ~KeptThreads() {
     {
       std::lock_guard<std::mutex> l(mu_);
       stop_ = true;
@@ -115,7 +119,9 @@ class KvClient::Impl {
   std::unique_ptr<MdsClient> mds;
   std::unique_ptr<OssPool> pool;
   std::vector<uint32_t> osts;
-  ShareThreads share_threads;  // idle whenever no MultiGet/MultiPut runs
+  // Destroyed (drained) first to last: async calls use share threads.
+  KeptThreads share_threads;  // idle whenever no MultiGet/MultiPut runs
+  KeptThreads async_threads;  // MultiGetAsync/MultiPutAsync
 
   uint32_t Place(const BlockId& id) const {
     const uint64_t h = Fnv1a(id.group.empty() ? id.key : id.group);
@@ -206,7 +212,7 @@ class KvClient::Impl {
 
   // Runs a batch's calls, items grouped by OST (by_ost: item indices),
   // each OST's share on a thread of its own (the caller's for the first, a
-  // ShareThreads one for each other) with its part of max_inflight in
+  // share thread for each other) with its part of max_inflight in
   // flight: make(i, &call) fills item i's call (its ost set), done(i, &call)
   // finishes it, in the share's order. A thread per OST because a thread
   // waits for its calls in order, on their socket: one thread waiting for
@@ -405,6 +411,37 @@ std::vector<Result<bool>> KvNamespace::MultiGet(std::span<const GetItem> items,
         }
       });
   return out;
+}
+
+void KvNamespace::MultiPutAsync(std::vector<PutItem> items, uint32_t ttl_s,
+                                std::function<void(std::vector<Status>)> done) {
+  c_->async_threads.Run([this, items = std::move(items), ttl_s, done = std::move(done)] {
+    done(MultiPut(items, ttl_s));
+  });
+}
+
+void KvNamespace::MultiGetAsync(std::vector<GetItem> items, uint32_t lease_ms,
+                                std::function<void(std::vector<Result<bool>>)> done) {
+  c_->async_threads.Run([this, items = std::move(items), lease_ms, done = std::move(done)] {
+    done(MultiGet(items, lease_ms));
+  });
+}
+
+std::future<std::vector<Status>> KvNamespace::MultiPutAsync(std::vector<PutItem> items,
+                                                           uint32_t ttl_s) {
+  auto p = std::make_shared<std::promise<std::vector<Status>>>();
+  std::future<std::vector<Status>> f = p->get_future();
+  MultiPutAsync(std::move(items), ttl_s, [p](std::vector<Status> r) { p->set_value(std::move(r)); });
+  return f;
+}
+
+std::future<std::vector<Result<bool>>> KvNamespace::MultiGetAsync(std::vector<GetItem> items,
+                                                                  uint32_t lease_ms) {
+  auto p = std::make_shared<std::promise<std::vector<Result<bool>>>>();
+  std::future<std::vector<Result<bool>>> f = p->get_future();
+  MultiGetAsync(std::move(items), lease_ms,
+                [p](std::vector<Result<bool>> r) { p->set_value(std::move(r)); });
+  return f;
 }
 
 namespace {

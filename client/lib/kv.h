@@ -30,6 +30,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -123,6 +125,19 @@ class KvNamespace {
   // Many blocks at once, max_inflight in flight; one outcome per item.
   std::vector<Status> MultiPut(std::span<const PutItem> items, uint32_t ttl_s = 0);
   std::vector<Result<bool>> MultiGet(std::span<const GetItem> items, uint32_t lease_ms = 0);
+  // The same, run on a thread of the client's: returns at once, and the
+  // future is ready when every item's outcome is in (a fetch overlapping
+  // the caller's compute, as a layer-by-layer load wants). The ids' bytes,
+  // the data and buffers, and this namespace must stay valid until then;
+  // the KvClient's destructor waits for calls still running.
+  std::future<std::vector<Status>> MultiPutAsync(std::vector<PutItem> items, uint32_t ttl_s = 0);
+  std::future<std::vector<Result<bool>>> MultiGetAsync(std::vector<GetItem> items,
+                                                       uint32_t lease_ms = 0);
+  // Or with a callback instead of the future, called on that thread.
+  void MultiPutAsync(std::vector<PutItem> items, uint32_t ttl_s,
+                     std::function<void(std::vector<Status>)> done);
+  void MultiGetAsync(std::vector<GetItem> items, uint32_t lease_ms,
+                     std::function<void(std::vector<Result<bool>>)> done);
 
   // Owned by kv.cc; not for callers.
   KvNamespace(KvClient::Impl* c, std::string name, uint64_t block_size)

@@ -43,6 +43,34 @@ std::vector<BlockId> Ids(const sfs_kv_id* ids, size_t n) {
   return out;
 }
 
+std::vector<KvNamespace::PutItem> PutItems(const KvNamespace& ns, const sfs_kv_id* ids,
+                                           const void* const* data, size_t n) {
+  std::vector<KvNamespace::PutItem> items;
+  items.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    items.push_back({Id(ids[i]), {static_cast<const uint8_t*>(data[i]), ns.block_size()}});
+  }
+  return items;
+}
+
+std::vector<KvNamespace::GetItem> GetItems(const KvNamespace& ns, const sfs_kv_id* ids,
+                                           void* const* bufs, size_t n) {
+  std::vector<KvNamespace::GetItem> items;
+  items.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    items.push_back({Id(ids[i]), {static_cast<uint8_t*>(bufs[i]), ns.block_size()}});
+  }
+  return items;
+}
+
+void PutResults(const std::vector<Status>& r, int* results) {
+  for (size_t i = 0; i < r.size(); ++i) results[i] = r[i].ok() ? 0 : Fail(r[i]);
+}
+
+void GetResults(const std::vector<Result<bool>>& r, int* results) {
+  for (size_t i = 0; i < r.size(); ++i) results[i] = !r[i].ok() ? Fail(r[i].status()) : (*r[i] ? 1 : 0);
+}
+
 }  // namespace
 
 extern "C" {
@@ -114,12 +142,7 @@ int sfs_kv_multi_put(sfs_kv_ns* ns, const sfs_kv_id* ids, const void* const* dat
   if (ns == nullptr || (n > 0 && (ids == nullptr || data == nullptr || results == nullptr))) {
     return Fail(Status(EINVAL, "null argument"));
   }
-  std::vector<KvNamespace::PutItem> items;
-  for (size_t i = 0; i < n; ++i) {
-    items.push_back({Id(ids[i]), {static_cast<const uint8_t*>(data[i]), ns->ns->block_size()}});
-  }
-  std::vector<Status> r = ns->ns->MultiPut(items, ttl_s);
-  for (size_t i = 0; i < n; ++i) results[i] = r[i].ok() ? 0 : Fail(r[i]);
+  PutResults(ns->ns->MultiPut(PutItems(*ns->ns, ids, data, n), ttl_s), results);
   return 0;
 }
 
@@ -128,12 +151,35 @@ int sfs_kv_multi_get(sfs_kv_ns* ns, const sfs_kv_id* ids, void* const* bufs, siz
   if (ns == nullptr || (n > 0 && (ids == nullptr || bufs == nullptr || results == nullptr))) {
     return Fail(Status(EINVAL, "null argument"));
   }
-  std::vector<KvNamespace::GetItem> items;
-  for (size_t i = 0; i < n; ++i) {
-    items.push_back({Id(ids[i]), {static_cast<uint8_t*>(bufs[i]), ns->ns->block_size()}});
+  GetResults(ns->ns->MultiGet(GetItems(*ns->ns, ids, bufs, n), lease_ms), results);
+  return 0;
+}
+
+int sfs_kv_multi_put_async(sfs_kv_ns* ns, const sfs_kv_id* ids, const void* const* data, size_t n,
+                           uint32_t ttl_s, sfs_kv_done done, void* arg) {
+  if (ns == nullptr || done == nullptr || (n > 0 && (ids == nullptr || data == nullptr))) {
+    return Fail(Status(EINVAL, "null argument"));
   }
-  std::vector<Result<bool>> r = ns->ns->MultiGet(items, lease_ms);
-  for (size_t i = 0; i < n; ++i) results[i] = !r[i].ok() ? Fail(r[i].status()) : (*r[i] ? 1 : 0);
+  ns->ns->MultiPutAsync(PutItems(*ns->ns, ids, data, n), ttl_s,
+                        [done, arg](std::vector<Status> r) {
+                          std::vector<int> results(r.size());
+                          PutResults(r, results.data());
+                          done(arg, results.data(), results.size());
+                        });
+  return 0;
+}
+
+int sfs_kv_multi_get_async(sfs_kv_ns* ns, const sfs_kv_id* ids, void* const* bufs, size_t n,
+                           uint32_t lease_ms, sfs_kv_done done, void* arg) {
+  if (ns == nullptr || done == nullptr || (n > 0 && (ids == nullptr || bufs == nullptr))) {
+    return Fail(Status(EINVAL, "null argument"));
+  }
+  ns->ns->MultiGetAsync(GetItems(*ns->ns, ids, bufs, n), lease_ms,
+                        [done, arg](std::vector<Result<bool>> r) {
+                          std::vector<int> results(r.size());
+                          GetResults(r, results.data());
+                          done(arg, results.data(), results.size());
+                        });
   return 0;
 }
 

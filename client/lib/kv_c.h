@@ -41,6 +41,18 @@ int sfs_kv_multi_put(sfs_kv_ns* ns, const sfs_kv_id* ids, const void* const* dat
 int sfs_kv_multi_get(sfs_kv_ns* ns, const sfs_kv_id* ids, void* const* bufs, size_t n,
                      uint32_t lease_ms, int* results);
 
+/* The same, started on a thread of the connection's: returns 0 at once (or
+ * a negative errno for bad arguments, and done is not called), and calls
+ * done(arg, results, n) on that thread once every item's outcome is in;
+ * results as the calls above fill them, valid during the call (and
+ * sfs_kv_last_error() there gives the reason of a failed one). ids, the
+ * bytes they point to, data/bufs and ns must stay valid until done runs;
+ * sfs_kv_close waits for calls still running. */
+typedef void (*sfs_kv_done)(void* arg, const int* results, size_t n);
+int sfs_kv_multi_put_async(sfs_kv_ns* ns, const sfs_kv_id* ids, const void* const* data, size_t n,
+                           uint32_t ttl_s, sfs_kv_done done, void* arg);
+int sfs_kv_multi_get_async(sfs_kv_ns* ns, const sfs_kv_id* ids, void* const* bufs, size_t n,
+                           uint32_t lease_ms, sfs_kv_done done, void* arg);
 /* Chained SHA-256 chunk keys (kv_keys.h): writes min(n_tokens / chunk_tokens,
  * max_keys) keys of 32 bytes to out; returns how many full chunks there are. */
 size_t sfs_kv_chain_keys(const void* salt, size_t salt_len, const char* model, const char* layout,

@@ -19,12 +19,14 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <map>
 #include <random>
 #include <set>
 
 #include "client/lib/kv.h"
+#include "client/lib/kv_c.h"
 #include "client/lib/kv_keys.h"
 #include "common/auth/capability.h"
 #include "common/rpc/rpc.h"
@@ -327,6 +329,67 @@ TEST_F(KvTest, ABlockOutOfThePageCacheIsReadFromDiskAndChecked) {
   auto there = ns_a_->Exists(std::vector<BlockId>{good, bad});
   ASSERT_TRUE(there.ok());
   EXPECT_EQ(*there, (std::vector<bool>{true, false}));
+}
+
+TEST_F(KvTest, AsyncBatchesCompleteThroughAFutureOrACallbackInCAndCpp) {
+  constexpr int kN = 16;
+  std::vector<std::string> keys;
+  std::vector<std::vector<uint8_t>> data, got(kN, std::vector<uint8_t>(kBlock, 0));
+  std::vector<KvNamespace::PutItem> puts;
+  std::vector<KvNamespace::GetItem> gets;
+  for (int i = 0; i < kN; ++i) keys.push_back("async-" + std::to_string(i));
+  for (int i = 0; i < kN; ++i) {
+    data.push_back(Pattern(7000 + i));
+    puts.push_back({{keys[i], ""}, data[i]});
+    gets.push_back({{keys[i], ""}, got[i]});
+  }
+  std::future<std::vector<Status>> put = ns_a_->MultiPutAsync(puts);
+  for (const Status& st : put.get()) ASSERT_TRUE(st.ok()) << st.ToString();
+  std::future<std::vector<Result<bool>>> get = ns_b_->MultiGetAsync(gets);
+  std::vector<Result<bool>> hits = get.get();
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_TRUE(hits[i].ok()) << keys[i] << ": " << hits[i].status().ToString();
+    EXPECT_TRUE(*hits[i]) << keys[i];
+    EXPECT_TRUE(got[i] == data[i]) << keys[i];
+  }
+
+  // The C API: the same blocks through a connection of its own, callbacks.
+  sfs_kv* kv = nullptr;
+  ASSERT_EQ(sfs_kv_connect(cluster().mds_address().c_str(), &kv), 0) << sfs_kv_last_error();
+  sfs_kv_ns* ns = nullptr;
+  ASSERT_EQ(sfs_kv_open(kv, ns_name_.c_str(), kBlock, &ns), 0) << sfs_kv_last_error();
+  std::vector<sfs_kv_id> ids(kN + 1);
+  std::vector<void*> bufs(kN + 1);
+  std::vector<std::vector<uint8_t>> c_got(kN + 1, std::vector<uint8_t>(kBlock, 0));
+  const std::string absent = "async-absent";
+  for (int i = 0; i <= kN; ++i) {
+    const std::string& k = i < kN ? keys[i] : absent;
+    ids[i] = {k.data(), k.size(), nullptr, 0};
+    bufs[i] = c_got[i].data();
+  }
+  struct Done {
+    std::promise<std::vector<int>> results;
+  } done;
+  std::future<std::vector<int>> c_results = done.results.get_future();
+  ASSERT_EQ(sfs_kv_multi_get_async(ns, ids.data(), bufs.data(), ids.size(), 0,
+                                   [](void* arg, const int* r, size_t n) {
+                                     static_cast<Done*>(arg)->results.set_value({r, r + n});
+                                   },
+                                   &done),
+            0)
+      << sfs_kv_last_error();
+  std::vector<int> r = c_results.get();
+  ASSERT_EQ(r.size(), ids.size());
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(r[i], 1) << keys[i];
+    EXPECT_TRUE(c_got[i] == data[i]) << keys[i];
+  }
+  EXPECT_EQ(r[kN], 0) << "a miss";
+  EXPECT_EQ(sfs_kv_multi_get_async(ns, ids.data(), bufs.data(), ids.size(), 0, nullptr, nullptr),
+            -EINVAL)
+      << "no callback is bad input";
+  sfs_kv_ns_close(ns);
+  sfs_kv_close(kv);
 }
 
 TEST_F(KvTest, AStoppedOssInABatchGivesMissesAndTheOthersHits) {
