@@ -45,6 +45,15 @@ Status CheckId(const BlockId& id) {
   return Status::Ok();
 }
 
+// An item of a batch: its id, and its bytes the namespace's block size.
+Status CheckBlock(const BlockId& id, size_t bytes, const char* what, const std::string& ns,
+                  uint64_t block_size) {
+  SFS_RETURN_IF_ERROR(CheckId(id));
+  if (bytes == block_size) return Status::Ok();
+  return Status(EINVAL, what + std::to_string(bytes) + " bytes; namespace " + ns + " has " +
+                            std::to_string(block_size) + "-byte blocks");
+}
+
 // A transport failure that a read takes as a miss: the OSS is gone or hung.
 bool Unreachable(int code) {
   return code == ECONNREFUSED || code == ENOTCONN || code == ETIMEDOUT || code == ECONNRESET ||
@@ -324,14 +333,8 @@ std::vector<Status> KvNamespace::MultiPut(std::span<const PutItem> items, uint32
   std::vector<Status> out(items.size());
   std::map<uint32_t, std::vector<size_t>> by_ost;
   for (size_t i = 0; i < items.size(); ++i) {
-    const PutItem& it = items[i];
-    out[i] = CheckId(it.id);
-    if (out[i].ok() && it.data.size() != block_size_) {
-      out[i] = Status(EINVAL, "kv put of " + std::to_string(it.data.size()) +
-                                  " bytes; namespace " + name_ + " has " +
-                                  std::to_string(block_size_) + "-byte blocks");
-    }
-    if (out[i].ok()) by_ost[c_->Place(it.id)].push_back(i);
+    out[i] = CheckBlock(items[i].id, items[i].data.size(), "kv put of ", name_, block_size_);
+    if (out[i].ok()) by_ost[c_->Place(items[i].id)].push_back(i);
   }
   c_->PerOst(
       by_ost,
@@ -357,14 +360,9 @@ std::vector<Result<bool>> KvNamespace::MultiGet(std::span<const GetItem> items,
   std::vector<Result<bool>> out(items.size(), false);
   std::map<uint32_t, std::vector<size_t>> by_ost;
   for (size_t i = 0; i < items.size(); ++i) {
-    const GetItem& it = items[i];
-    Status st = CheckId(it.id);
-    if (st.ok() && it.buf.size() != block_size_) {
-      st = Status(EINVAL, "kv get into " + std::to_string(it.buf.size()) + " bytes; namespace " +
-                              name_ + " has " + std::to_string(block_size_) + "-byte blocks");
-    }
+    Status st = CheckBlock(items[i].id, items[i].buf.size(), "kv get into ", name_, block_size_);
     if (st.ok()) {
-      by_ost[c_->Place(it.id)].push_back(i);
+      by_ost[c_->Place(items[i].id)].push_back(i);
     } else {
       out[i] = st;
     }
