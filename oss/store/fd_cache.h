@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -91,5 +92,13 @@ class FdCache {
   size_t per_shard_capacity_;
   std::vector<Shard> shards_;
 };
+
+// The fd cache capacity (descriptors) for each of `osts` stores in a process
+// allowed `nofile` open descriptors: what is left after a reserve for sockets,
+// logs and the kv tier (a quarter, at least half of a small limit up to 1024),
+// shared evenly, within [kMinFdCachePerOst, kMaxFdCachePerOst]. REQUIRES: osts > 0.
+inline constexpr size_t kMinFdCachePerOst = 64;
+inline constexpr size_t kMaxFdCachePerOst = 65536;
+size_t FdCacheCapacityFor(uint64_t nofile, size_t osts);
 
 }  // namespace sfs::oss

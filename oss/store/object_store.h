@@ -159,8 +159,9 @@ class ObjectStore {
 class Env;
 
 struct FileStoreOptions {
-  size_t fd_cache_capacity = 1024;  // open descriptors kept across requests (2 per object
-                                    // with checksums: data and sidecar)
+  size_t fd_cache_capacity = 1024;  // open descriptors kept across requests (up to 3 per
+                                    // object: data, sidecar, O_DIRECT twin); sfs-oss sizes
+                                    // it from RLIMIT_NOFILE (FdCacheCapacityFor)
   bool checksums = true;            // keep and verify per-chunk crcs (see above)
   Env* env = nullptr;               // system calls of the data path; null = DefaultEnv()
 };
