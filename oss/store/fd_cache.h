@@ -84,9 +84,12 @@ class FdCache {
     LruList lru;  // front = most recently used; guarded by mu
     std::unordered_map<uint64_t, LruList::iterator> map;  // guarded by mu
   };
-  static constexpr size_t kShards = 16;
+  static constexpr size_t kShards = 16;  // ShardOf takes the hash's top 4 bits
 
-  Shard& ShardOf(uint64_t oid) { return shards_[oid % kShards]; }
+  // Hashed: the MDS hands out oids in sequence and stripes files over OSTs
+  // round robin, so an OST's oids can share a residue (every other oid on 2
+  // OSTs), and oid % kShards left shards, and their capacity, unused.
+  Shard& ShardOf(uint64_t oid) { return shards_[(oid * 0x9E3779B97F4A7C15ull) >> 60]; }
 
   std::atomic<uint64_t> epoch_{0};
   size_t per_shard_capacity_;
