@@ -37,6 +37,7 @@
 #include "oss/registrar/advertise.h"
 #include "oss/registrar/registrar.h"
 #include "oss/service/oss_service.h"
+#include "oss/store/fd_cache.h"
 #include "oss/store/object_store.h"
 
 namespace sfs::oss {
@@ -164,13 +165,17 @@ std::string ParseFlags(const std::vector<config::Arg>& args, Flags* f) {
   return "";
 }
 
-// The fd cache wants ~1024 descriptors per OST; take what the hard limit allows.
-void RaiseFdLimit() {
+// Takes what the hard limit allows (the fd caches are sized from it) and
+// returns the soft limit in force (1024 if it cannot be read).
+uint64_t RaiseFdLimit() {
   rlimit rl;
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &rl);
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
   }
+  return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : static_cast<uint64_t>(rl.rlim_cur);
 }
 
 using Stores = std::vector<std::unique_ptr<ObjectStore>>;
@@ -193,11 +198,17 @@ Result<KvStores> OpenKvStores(const Flags& flags) {
   return kvs;
 }
 
-Result<Stores> OpenStores(const std::vector<std::string>& dirs, bool checksums) {
+// Each store's fd cache gets its share of the descriptors nofile allows: a
+// cache smaller than the objects being read reopens files on every pass (a
+// training set of 4000 small files on 2 OSSes: ~9 % of OSS time with 1024).
+Result<Stores> OpenStores(const std::vector<std::string>& dirs, bool checksums, uint64_t nofile) {
   Stores stores;
   std::set<std::string> uuids;
   FileStoreOptions opts;
   opts.checksums = checksums;
+  opts.fd_cache_capacity = FdCacheCapacityFor(nofile, dirs.size());
+  LOG_INFO("fd cache: " << opts.fd_cache_capacity << " descriptors per OST (RLIMIT_NOFILE "
+                        << nofile << ")");
   for (const std::string& dir : dirs) {
     SFS_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> s, OpenFileObjectStore(dir, opts));
     if (!uuids.insert(s->uuid()).second) {
@@ -401,8 +412,8 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
-  RaiseFdLimit();
-  auto stores = OpenStores(flags.osts, flags.checksums);
+  const uint64_t nofile = RaiseFdLimit();
+  auto stores = OpenStores(flags.osts, flags.checksums, nofile);
   if (!stores.ok()) return Fail(stores.status());
   auto kvs = OpenKvStores(flags);
   if (!kvs.ok()) return Fail(kvs.status());

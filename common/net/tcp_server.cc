@@ -30,6 +30,7 @@
 // A frame that fails validation (magic, version, crc, sizes, kind) closes that
 // connection with a logged reason; every other connection keeps being served.
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,12 @@ struct OutFrame {
   }
 };
 
+// Writes up to n zero bytes to sock; what send(2) returns.
+ssize_t SendZeros(int sock, size_t n) {
+  static const uint8_t kZeros[4096] = {};
+  return ::send(sock, kZeros, std::min(n, sizeof(kZeros)), MSG_NOSIGNAL);
+}
+
 // Sends what the socket takes now of f's file bulk (all of its buffered part
 // is written). Returns the error, would_block when the socket is full, or
 // success once the whole frame went.
@@ -94,11 +101,12 @@ boost::system::error_code SendFilePart(int sock, OutFrame& f) {
     const size_t done = f.sent - f.buffered_size();
     off_t off = static_cast<off_t>(f.file->offset + done);
     ssize_t n = ::sendfile(sock, f.file->fd, &off, f.file->length - done);
+    // The file is shorter than the frame says (truncated since): the frame is
+    // finished with zeros, which fail the client's crc check of it.
+    if (n == 0) n = SendZeros(sock, f.file->length - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return asio::error::would_block;
     if (n < 0) return error_code(errno, boost::system::system_category());
-    // The file is shorter than the frame says: the frame cannot be finished.
-    if (n == 0) return asio::error::eof;
     f.sent += static_cast<size_t>(n);
   }
   return {};
@@ -516,7 +524,7 @@ void TcpServer::Stop() {
 }  // namespace
 
 FileBulk::~FileBulk() {
-  if (fd >= 0) ::close(fd);
+  if (fd >= 0 && owner == nullptr) ::close(fd);
 }
 
 Result<std::unique_ptr<Server>> StartTcpServer(const ServerOptions& opts, Handler* handler) {

@@ -56,15 +56,19 @@ struct Request {
 
 // A range of an open file that a reply sends as its bulk straight from the
 // page cache (sendfile(2): no copy into a buffer of ours, none into the
-// socket). Owns fd, closed with the last reference. crc is the crc32c of the
-// range as the handler vouches for it (e.g. stored when it was written); the
-// frame's crc is folded from it, so the bytes are never read by us, and bytes
-// that no longer match it fail the client's frame check (EBADMSG), never
-// arrive as good ones. REQUIRES: the range does not change while it is sent
-// (the file is written once, then only read).
+// socket). Owns fd, closed with the last reference, unless `owner` is set:
+// then fd is owner's, kept open by holding owner (an OSS's cached object
+// file). crc is the crc32c of the range as the handler vouches for it (e.g.
+// stored when it was written); the frame's crc is folded from it, so the
+// bytes are never read by us, and bytes that no longer match it fail the
+// client's frame check (EBADMSG), never arrive as good ones: a range that
+// changes while it is sent (a racing write) is caught there, and one that
+// ends early (a racing truncate) is sent padded with zeros to the frame's
+// length, which the check catches too.
 struct FileBulk {
-  FileBulk(int fd, uint64_t offset, uint32_t length, uint32_t crc)
-      : fd(fd), offset(offset), length(length), crc(crc) {}
+  FileBulk(int fd, uint64_t offset, uint32_t length, uint32_t crc,
+           std::shared_ptr<const void> owner = nullptr)
+      : fd(fd), offset(offset), length(length), crc(crc), owner(std::move(owner)) {}
   ~FileBulk();
   FileBulk(const FileBulk&) = delete;
   FileBulk& operator=(const FileBulk&) = delete;
@@ -72,6 +76,7 @@ struct FileBulk {
   const uint64_t offset;
   const uint32_t length;
   const uint32_t crc;
+  const std::shared_ptr<const void> owner;
 };
 
 // What a handler returns. bulk is sent as raw bytes after the payload;

@@ -50,7 +50,7 @@ class ClientChecksTest : public ::testing::Test {
   }
   // A read through the server; the channel checks the frame crc.
   Status Read(uint64_t oid, uint64_t off, Bytes* out, bool client_checks,
-              proto::OssResponse* resp = nullptr) {
+              proto::OssResponse* resp = nullptr, uint32_t* bulk_len = nullptr) {
     proto::OssRequest req;
     req.set_ost(0);
     req.set_oid(oid);
@@ -63,9 +63,16 @@ class ClientChecksTest : public ::testing::Test {
     proto::OssResponse r;
     if (!r.ParseFromString(raw.payload)) return Status(EBADMSG, "unparsable");
     if (resp != nullptr) *resp = r;
+    if (bulk_len != nullptr) *bulk_len = raw.bulk_len;
     return Status(r.status().code(), r.status().message());
   }
   std::string ObjectPath(uint64_t oid) { return ObjectFile(dir_.path() + "/ost0", oid); }
+  // Writes a small object and reads it once, so its pages are cached.
+  void WriteCached(uint64_t oid, const Bytes& data) {
+    WriteOk(oid, 0, data);
+    Bytes b(data.size());
+    ASSERT_TRUE(store_->Read(oid, 0, b).ok());
+  }
 
   TempDir dir_;
   std::unique_ptr<ObjectStore> store_;
@@ -142,6 +149,43 @@ TEST_F(ClientChecksTest, ARottedByteFailsTheFrameCheckThenTheVerifiedReadIsEio) 
   Bytes other(128 * 1024);
   WriteOk(8, 0, Random(128 * 1024, 5));
   EXPECT_TRUE(Read(8, 0, &other, true).ok()) << "the connection serves the next call";
+}
+
+// A small object in the page cache goes out from its file by sendfile: the
+// reply carries just its bytes (the rest of the read is zeros by the
+// protocol), under the stored crcs' value; the verified read still sends the
+// whole length from a buffer.
+TEST_F(ClientChecksTest, ASmallCachedObjectIsSentFromItsFileWithJustItsBytes) {
+  const Bytes data = Random(110 * 1024 + 123, 6);
+  WriteCached(9, data);
+  for (uint64_t off : {0ul, 4095ul, 40000ul}) {
+    Bytes got(256 * 1024, 0xEE);
+    proto::OssResponse resp;
+    uint32_t bulk_len = 0;
+    ASSERT_TRUE(Read(9, off, &got, true, &resp, &bulk_len).ok()) << off;
+    EXPECT_EQ(resp.read_size(), data.size() - off);
+    EXPECT_EQ(bulk_len, data.size() - off) << "sent from the file: only the bytes that exist";
+    // The channel fills only what came; libsfs zero-fills the rest (io.cc).
+    EXPECT_TRUE(std::equal(data.begin() + off, data.end(), got.begin())) << off;
+  }
+  Bytes got(256 * 1024);
+  uint32_t bulk_len = 0;
+  ASSERT_TRUE(Read(9, 0, &got, false, nullptr, &bulk_len).ok());
+  EXPECT_EQ(bulk_len, got.size()) << "verified by the OSS, from a buffer";
+}
+
+TEST_F(ClientChecksTest, ARottedByteOfASmallCachedObjectFailsTheFrameCheck) {
+  WriteCached(10, Random(200 * 1024, 7));
+  int fd = ::open(ObjectPath(10).c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  uint8_t byte = 0;
+  ASSERT_EQ(::pread(fd, &byte, 1, 100000), 1);
+  byte ^= 0x01;
+  ASSERT_EQ(::pwrite(fd, &byte, 1, 100000), 1);  // through the page cache: still cached
+  ::close(fd);
+  Bytes got(200 * 1024);
+  EXPECT_EQ(Read(10, 0, &got, true).code(), EBADMSG);
+  EXPECT_EQ(Read(10, 0, &got, false).code(), EIO);
 }
 
 }  // namespace

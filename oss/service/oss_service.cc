@@ -8,7 +8,9 @@
 // Servers without a pool (RDMA) use Request::bulk and Reply::bulk vectors.
 // A read whose client checks the frame crc end to end (client_checks) takes
 // the bulk's crc from the store's stored chunk crcs (ReadWithStoredCrc): the
-// OSS makes no crc pass over the data.
+// OSS makes no crc pass over the data. If the object is small and all of the
+// range is in the page cache, not even the copy: the server sends the range
+// from the object's file by sendfile (OpenCachedRange), as kv gets go.
 #include "oss/service/oss_service.h"
 
 #include <fcntl.h>
@@ -34,10 +36,27 @@ using proto::OssResponse;
 
 constexpr uint64_t kMaxObjectOffset = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
 
+// A read the server sends from the object's file by sendfile, with the
+// stored crcs' value (ObjectStore::OpenCachedRange): no copy, no pass. ENOTSUP
+// when it cannot (the caller reads).
+Status SendCachedRange(ObjectStore& store, const OssRequest& req, OssResponse* resp,
+                       rpc::Reply* reply) {
+  SFS_ASSIGN_OR_RETURN(CachedRange r,
+                       store.OpenCachedRange(req.oid(), req.read().offset(), req.read().length()));
+  reply->file_bulk = std::make_shared<rpc::FileBulk>(
+      r.fd, r.offset, static_cast<uint32_t>(r.length), r.crc, std::move(r.owner));
+  resp->set_read_size(r.length);
+  return Status::Ok();
+}
+
 Status DoRead(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq,
               OssResponse* resp, rpc::Reply* reply) {
   uint64_t len = req.read().length();
   if (len > OssService::kMaxIo) return Status::Errno(EINVAL, "read length over 64 MiB");
+  if (rreq.file_bulk_ok && req.read().client_checks()) {
+    Status sent = SendCachedRange(store, req, resp, reply);
+    if (sent.code() != ENOTSUP) return sent;
+  }
   std::span<uint8_t> dest;
   if (rreq.pool != nullptr) {
     reply->pooled_bulk = rreq.pool->Get(len);
@@ -576,8 +595,19 @@ bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
   OssRequest oreq;
   if (!oreq.ParseFromString(req.payload)) return false;
   if (oreq.op_case() == OssRequest::kKvGet) return TryKvGetInline(oreq, req, done);
-  if (oreq.op_case() != OssRequest::kRead || oreq.read().length() > inline_read_max_) return false;
+  if (oreq.op_case() != OssRequest::kRead) return false;
+  if (oreq.read().length() > inline_read_max_ && !SendsCached(oreq, req)) return false;
   return RunInline(oreq, req, done, [&](rpc::Reply* reply) { HandleCounted(oreq, req, reply); });
+}
+
+// The probe opens the range once more than the answer does (an fstat, a
+// cachestat and the end chunks' check, all from memory): far less than a
+// worker's two thread hand-offs.
+bool OssService::SendsCached(const OssRequest& oreq, const rpc::Request& req) const {
+  if (!req.file_bulk_ok || !oreq.read().client_checks()) return false;
+  ObjectStore* store = Find(oreq.ost());
+  return store != nullptr &&
+         store->OpenCachedRange(oreq.oid(), oreq.read().offset(), oreq.read().length()).ok();
 }
 
 // The get's one lookup and open happen here, before QoS is asked: a block

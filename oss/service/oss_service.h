@@ -109,7 +109,10 @@ class OssService : public rpc::Handler {
   // A kv get whose block is all in the page cache goes inline too, whatever
   // its size: it is sent by sendfile (kv_ops.h), so its work here is an index
   // lookup and an open, and it waits on no disk; one that is not goes to a
-  // worker, which reads it. With inline_read_max 0 none goes inline.
+  // worker, which reads it. So does a longer read that the store can send
+  // from the page cache (ObjectStore::OpenCachedRange: a small object's
+  // cached range, for a client that checks the bytes). With inline_read_max
+  // 0 none goes inline.
   // With QoS rules in force only an unruled class's reads go inline, so that
   // every limited or reserved class passes the scheduler.
   bool TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) override;
@@ -150,6 +153,9 @@ class OssService : public rpc::Handler {
 
  private:
   ObjectStore* Find(uint32_t ost) const;
+  // True iff a read would be sent from the page cache by sendfile
+  // (ObjectStore::OpenCachedRange), so it waits on no disk.
+  bool SendsCached(const proto::OssRequest& oreq, const rpc::Request& req) const;
   // The copy op: into dst, from a target of ours or a peer's.
   Status Copy(ObjectStore& dst, const proto::OssRequest& req) const;
   // Handle() of a request already decoded (TryHandleInline decodes it to

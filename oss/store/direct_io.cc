@@ -51,6 +51,22 @@ bool AnyCached(int fd, uint64_t off, uint64_t len) {
   return cs.nr_cache != 0;
 }
 
+}  // namespace
+
+bool AllCached(int fd, uint64_t off, uint64_t len) {
+  if (len == 0) return true;
+  struct {
+    uint64_t off, len;
+  } range{off, len};
+  struct {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+  } cs{};
+  if (::syscall(__NR_cachestat, fd, &range, &cs, 0) != 0) return false;
+  return cs.nr_cache >= (Up(off + len) - Down(off)) / kDirectAlign;
+}
+
+namespace {
+
 // True iff fd's file is smaller than kDirectReadMinObject (an error counts as
 // small: the buffered path then reports it).
 bool SmallObject(int fd) {

@@ -59,4 +59,8 @@ Status WriteMaybeDirect(Env& env, int fd, int direct_fd, std::span<const uint8_t
 Result<uint64_t> ReadMaybeDirect(Env& env, int fd, int direct_fd, std::span<uint8_t> dest,
                                  uint64_t off);
 
+// True iff cachestat(2) says every page of fd's [off, off + len) is in the
+// page cache; false when it cannot tell (an old kernel).
+bool AllCached(int fd, uint64_t off, uint64_t len);
+
 }  // namespace sfs::oss

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "common/status.h"
@@ -73,6 +74,13 @@ void FdCache::Erase(uint64_t oid) {
   dropped = std::move(it->second->second);
   s.lru.erase(it->second);
   s.map.erase(it);
+}
+
+size_t FdCacheCapacityFor(uint64_t nofile, size_t osts) {
+  SFS_CHECK(osts > 0);
+  const uint64_t reserve = std::max(nofile / 4, std::min<uint64_t>(nofile / 2, 1024));
+  const uint64_t each = (nofile - reserve) / osts;
+  return static_cast<size_t>(std::clamp<uint64_t>(each, kMinFdCachePerOst, kMaxFdCachePerOst));
 }
 
 size_t FdCache::size() const {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -83,13 +84,24 @@ class FdCache {
     LruList lru;  // front = most recently used; guarded by mu
     std::unordered_map<uint64_t, LruList::iterator> map;  // guarded by mu
   };
-  static constexpr size_t kShards = 16;
+  static constexpr size_t kShards = 16;  // ShardOf takes the hash's top 4 bits
 
-  Shard& ShardOf(uint64_t oid) { return shards_[oid % kShards]; }
+  // Hashed: the MDS hands out oids in sequence and stripes files over OSTs
+  // round robin, so an OST's oids can share a residue (every other oid on 2
+  // OSTs), and oid % kShards left shards, and their capacity, unused.
+  Shard& ShardOf(uint64_t oid) { return shards_[(oid * 0x9E3779B97F4A7C15ull) >> 60]; }
 
   std::atomic<uint64_t> epoch_{0};
   size_t per_shard_capacity_;
   std::vector<Shard> shards_;
 };
+
+// The fd cache capacity (descriptors) for each of `osts` stores in a process
+// allowed `nofile` open descriptors: what is left after a reserve for sockets,
+// logs and the kv tier (a quarter, at least half of a small limit up to 1024),
+// shared evenly, within [kMinFdCachePerOst, kMaxFdCachePerOst]. REQUIRES: osts > 0.
+inline constexpr size_t kMinFdCachePerOst = 64;
+inline constexpr size_t kMaxFdCachePerOst = 65536;
+size_t FdCacheCapacityFor(uint64_t nofile, size_t osts);
 
 }  // namespace sfs::oss

@@ -171,6 +171,7 @@ class FileObjectStore : public ObjectStore {
                         std::vector<uint32_t>* piece_crcs = nullptr) override;
   Result<uint64_t> ReadWithStoredCrc(uint64_t oid, uint64_t off, std::span<uint8_t> dest,
                                      uint32_t* value) override;
+  Result<CachedRange> OpenCachedRange(uint64_t oid, uint64_t off, uint64_t len) override;
   Status Write(uint64_t oid, uint64_t off, std::span<const uint8_t> data, bool sync,
                std::span<const uint32_t> piece_crcs = {}) override;
   Status Truncate(uint64_t oid, uint64_t size) override;
@@ -321,6 +322,24 @@ Result<uint64_t> FileObjectStore::ReadWithStoredCrc(uint64_t oid, uint64_t off,
   const CrcSidecar crc(env_, fd->crc());
   return oss::ReadWithStoredCrc(env_, fd->get(), DirectFd(*fd, dest.size()), crc, off, dest,
                                 value);
+}
+
+Result<CachedRange> FileObjectStore::OpenCachedRange(uint64_t oid, uint64_t off, uint64_t len) {
+  SFS_RETURN_IF_ERROR(CheckRange(off, len, EINVAL));
+  if (len < kDirectMin) return Status::Errno(ENOTSUP, "a short read");
+  SFS_ASSIGN_OR_RETURN(std::shared_ptr<Fd> fd, GetFd(oid, /*create=*/false));
+  if (!fd || !fd->checked()) return Status::Errno(ENOTSUP, "no stored crcs");
+  struct stat st;
+  if (::fstat(fd->get(), &st) != 0) return Status::FromErrno("fstat");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size >= kDirectReadMinObject) return Status::Errno(ENOTSUP, "a large object");
+  if (off >= size) return Status::Errno(ENOTSUP, "no bytes there");
+  const uint64_t end = std::min(size, off + len);
+  if (!AllCached(fd->get(), off, end - off)) return Status::Errno(ENOTSUP, "not all cached");
+  const CrcSidecar crc(env_, fd->crc());
+  SFS_ASSIGN_OR_RETURN(uint32_t value, StoredCrcOfRange(env_, fd->get(), crc, size, off, end));
+  const int raw = fd->get();
+  return CachedRange{std::move(fd), raw, off, end - off, value};
 }
 
 // Reads take no lock, so a chunk may be caught between a concurrent

@@ -64,6 +64,15 @@ struct OstSpace {
   uint64_t free_inodes = 0;
 };
 
+// A range of an object's file to send as it is (ObjectStore::OpenCachedRange).
+struct CachedRange {
+  std::shared_ptr<const void> owner;  // keeps fd open while the range is sent
+  int fd = -1;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint32_t crc = 0;  // crc32c of the range's bytes, as the store vouches for them
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -87,6 +96,21 @@ class ObjectStore {
   // short range, a chunk being changed; the caller then uses Read.
   virtual Result<uint64_t> ReadWithStoredCrc(uint64_t /*oid*/, uint64_t /*off*/,
                                              std::span<uint8_t> /*dest*/, uint32_t* /*value*/) {
+    return Status::Errno(ENOTSUP, "no stored crcs");
+  }
+
+  // For a client that checks the bytes end to end, a read to answer by
+  // sendfile (rpc::FileBulk): the object's bytes [off, min(off + len, size))
+  // as a range of its open file, with their crc32c from the stored chunk crcs
+  // (StoredCrcOfRange: only the partly covered end chunks are read, and
+  // checked). The reply carries just those bytes; the rest of the read is
+  // zeros by the protocol. ENOTSUP (the caller reads) unless the object is
+  // checksummed, smaller than kDirectReadMinObject (larger ones keep the
+  // direct path), has bytes there, len >= kDirectMin (a shorter copy costs
+  // less than the probes), and all of the range is in the page cache: the
+  // server's I/O thread sends it, and must not wait on the disk.
+  virtual Result<CachedRange> OpenCachedRange(uint64_t /*oid*/, uint64_t /*off*/,
+                                              uint64_t /*len*/) {
     return Status::Errno(ENOTSUP, "no stored crcs");
   }
 
@@ -159,8 +183,9 @@ class ObjectStore {
 class Env;
 
 struct FileStoreOptions {
-  size_t fd_cache_capacity = 1024;  // open descriptors kept across requests (2 per object
-                                    // with checksums: data and sidecar)
+  size_t fd_cache_capacity = 1024;  // open descriptors kept across requests (up to 3 per
+                                    // object: data, sidecar, O_DIRECT twin); sfs-oss sizes
+                                    // it from RLIMIT_NOFILE (FdCacheCapacityFor)
   bool checksums = true;            // keep and verify per-chunk crcs (see above)
   Env* env = nullptr;               // system calls of the data path; null = DefaultEnv()
 };

@@ -87,4 +87,19 @@ Result<uint64_t> ReadWithStoredCrc(Env& env, int data_fd, int direct_fd, const C
   return size > off ? std::min(size, end) - off : 0;
 }
 
+Result<uint32_t> StoredCrcOfRange(Env& env, int data_fd, const CrcSidecar& crc, uint64_t size,
+                                  uint64_t off, uint64_t end) {
+  const uint64_t head_end = std::min(ChunkCeil(off), end);
+  const uint64_t tail_begin = std::max(ChunkFloor(end), head_end);
+  const uint64_t mid = tail_begin - head_end;
+  SFS_ASSIGN_OR_RETURN(uint32_t mid_value,
+                       MiddleValue(crc, size, head_end / kCrcChunk, mid / kCrcChunk));
+  std::array<uint8_t, kCrcChunk> bytes;
+  SFS_RETURN_IF_ERROR(ReadEnd(env, data_fd, crc, off, head_end, bytes.data()));
+  uint32_t v = crc32c::Value(bytes.data(), head_end - off);
+  v = rpc::ExtendByValue(v, mid_value, mid);
+  SFS_RETURN_IF_ERROR(ReadEnd(env, data_fd, crc, tail_begin, end, bytes.data()));
+  return crc32c::Extend(v, bytes.data(), end - tail_begin);
+}
+
 }  // namespace sfs::oss

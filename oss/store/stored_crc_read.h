@@ -42,4 +42,13 @@ namespace sfs::oss {
 Result<uint64_t> ReadWithStoredCrc(Env& env, int data_fd, int direct_fd, const CrcSidecar& crc,
                                    uint64_t off, std::span<uint8_t> dest, uint32_t* value);
 
+// The crc32c of the object's bytes [off, end), to send them from the file
+// without reading them here (ObjectStore::OpenCachedRange): the whole chunks'
+// crcs folded from the stored ones, the partly covered chunk at each end read
+// and checked as above. ENOTSUP as ReadWithStoredCrc (a chunk being changed,
+// an ambiguous stored crc, an end chunk failing its check).
+// REQUIRES: off <= end <= size, the object's size.
+Result<uint32_t> StoredCrcOfRange(Env& env, int data_fd, const CrcSidecar& crc, uint64_t size,
+                                  uint64_t off, uint64_t end);
+
 }  // namespace sfs::oss
