@@ -20,9 +20,10 @@ against), store GB/s, restore seconds (fetch, with the lookup folded in, and
 attach, each in a new process; the median of --restores of them) and GB/s,
 the speedup, and the largest logit difference of any of them, and the
 tier's raw rate in the same run (transport_gbps: multi_put then multi_get
-of the same block size and, up to 512 MiB, the same bytes, into a buffer
-touched beforehand; the median of five gets, the best of them beside it as
-transport_best_gbps). transport_fraction = restore GB/s / transport_gbps:
+of the same block size and, up to 512 MiB, the same bytes, grouped like the
+context's so that each OSS holds the same share, into a buffer touched
+beforehand; the median of five gets, the best of them beside it as
+transport_best_gbps; transport_blocks_per_ost the shares). transport_fraction = restore GB/s / transport_gbps:
 medians on both sides, so that one lucky or unlucky run weighs on neither.
 --pooled restores into a buffer allocated and touched before the clock
 starts (start_load_kv's dest=, as a server reusing one pooled buffer across
@@ -170,25 +171,37 @@ def pool(cfg, n):
     return dest
 
 
-def raw_rate(kvc, cfg, nbytes, namespace, cap=512 << 20, runs=5):
+def raw_rate(kvc, cfg, nbytes, namespace, groups, cap=512 << 20, runs=5):
     """The raw rate of the tier in this run: the same block size and (up to
-    cap) the same bytes, multi_put then `runs` multi_gets into a buffer
-    touched beforehand (as the pooled restore's). (median, best) GB/s."""
+    cap) the same bytes placed on the same OSTs as the context's, multi_put
+    then `runs` multi_gets into a buffer touched beforehand (as the pooled
+    restore's). groups: the context's chunk keys; block i is grouped like
+    the context's block i (layer-major within each chunk), so each OST holds
+    the same share of the raw blocks as of the context's: placement by chunk
+    is uneven (at 16k, 35 of 64 chunks on one of 2 OSTs) and a batch ends
+    with its busiest OST. Returns (median, best) GB/s and the raw blocks
+    per OST."""
     block = 2 * cfg.chunk * cfg.d * 4  # a chunk of one layer, K and V, fp32
     n = max(1, min(nbytes, cap) // block)
     ns = kvc.namespace(namespace + "-raw", block_size=block)
     keys = [b"raw-%d" % i for i in range(n)]
-    ns.multi_put(keys, [np.full(block, i % 251, dtype=np.uint8) for i in range(n)])
+    grp = [groups[(i // cfg.layers) % len(groups)] for i in range(n)]
+    ns.multi_put(keys, [np.full(block, i % 251, dtype=np.uint8) for i in range(n)], groups=grp)
     buf = np.ones((n, block), dtype=np.uint8)  # touched: no page faults in the gets
     secs = []
     for _ in range(runs):
         t0 = time.monotonic()
-        hits = ns.multi_get(keys, [buf[i] for i in range(n)])
+        hits = ns.multi_get(keys, [buf[i] for i in range(n)], groups=grp)
         secs.append(time.monotonic() - t0)
-    ns.remove(keys)
+    ns.remove(keys, groups=grp)
     if not all(hits) or any(buf[i, -1] != i % 251 for i in range(n)):
         raise RuntimeError("the raw transport run lost blocks (tier too small?)")
-    return n * block / statistics.median(secs) / 1e9, n * block / min(secs) / 1e9
+    per_ost = {}
+    for g in grp:
+        o = kvc.place(g, group=g)
+        per_ost[o] = per_ost.get(o, 0) + 1
+    return (n * block / statistics.median(secs) / 1e9, n * block / min(secs) / 1e9,
+            sorted(per_ost.values(), reverse=True))
 
 
 def restore(model, cfg, kvc, tokens, namespace, dest=None):
@@ -421,9 +434,11 @@ def run(address, cfg, n, namespace, transport="tcp", pooled=False, restores=3, t
             runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
             diff = max(diff, (torch.from_numpy(np.load(out)) - full).abs().max().item())
     kvc = tier(address, transport, tenant)
-    raw, raw_best = raw_rate(kvc, cfg, nbytes, namespace)
+    groups = connector(kvc, cfg, namespace)._chunks(tokens[:-1].tolist())
+    raw, raw_best, raw_per_ost = raw_rate(kvc, cfg, nbytes, namespace, groups)
     restored = statistics.median(x["restore_seconds"] for x in runs)
     r = {"transport_gbps": raw, "transport_best_gbps": raw_best,
+         "transport_blocks_per_ost": raw_per_ost,
          "transport_fraction": nbytes / restored / 1e9 / raw, "tokens": n,
          "prefill_seconds": prefill, "store_seconds": stored,
          "store_gbps": nbytes / stored / 1e9, "restore_seconds": restored,

@@ -34,7 +34,8 @@ ns_up() {
     ip netns add "$NETNS"
   fi
   ip -n "$NETNS" link set lo up
-  ip -n "$NETNS" addr show dev lo | grep -q "$NS_MFS_ADDR/32" ||
+  # (not `ip | grep -q`: under pipefail, ip's SIGPIPE when grep quits early fails the test)
+  [[ "$(ip -n "$NETNS" addr show dev lo)" == *"$NS_MFS_ADDR/32"* ]] ||
     ip -n "$NETNS" addr add "$NS_MFS_ADDR/32" dev lo
 }
 

@@ -58,6 +58,15 @@ class RestoreTest(unittest.TestCase):
         self.assertTrue(r["partial_logits_match"], r)
         self.assertAlmostEqual(r["transport_fraction"],
                                r["restore_gbps"] / r["transport_gbps"], places=6)
+        # The raw blocks sit on the OSTs as the context's do: each OST's share is
+        # its chunks times the layers.
+        kvc = kv_restore.tier(CLUSTER.address)
+        chunks = kv_restore.connector(kvc, self.CFG, "kv-restore-test")._chunks(
+            kv_restore.prompt(self.CFG, 128)[:-1].tolist())
+        shares = {}
+        for g in chunks:
+            shares[kvc.place(g, group=g)] = shares.get(kvc.place(g, group=g), 0) + self.CFG.layers
+        self.assertEqual(r["transport_blocks_per_ost"], sorted(shares.values(), reverse=True))
 
     def test_a_pooled_restore_gives_the_recomputed_logits(self):
         r = kv_restore.run(CLUSTER.address, self.CFG, 96, "kv-restore-pooled", pooled=True,
