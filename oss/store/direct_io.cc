@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <optional>
 
 // cachestat(2) is Linux 6.5; older kernel headers lack its number (the same
 // on every architecture that uses the generic syscall table).
@@ -38,31 +39,31 @@ Middle DirectPart(int direct_fd, const void* buf, uint64_t off, uint64_t n) {
   return {begin, end};
 }
 
-// True unless cachestat says no page of [off, off + len) is in the page
-// cache (an error, e.g. ENOSYS on an old kernel, counts as cached).
-bool AnyCached(int fd, uint64_t off, uint64_t len) {
+// Pages of [off, off + len) in the page cache (cachestat), or nullopt if
+// the kernel cannot tell (ENOSYS before Linux 6.5).
+std::optional<uint64_t> CachedPages(int fd, uint64_t off, uint64_t len) {
   struct {
     uint64_t off, len;
   } range{off, len};
   struct {
     uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
   } cs{};
-  if (::syscall(__NR_cachestat, fd, &range, &cs, 0) != 0) return true;
-  return cs.nr_cache != 0;
+  if (::syscall(__NR_cachestat, fd, &range, &cs, 0) != 0) return std::nullopt;
+  return cs.nr_cache;
+}
+
+// True unless no page of [off, off + len) is in the page cache (unknown
+// counts as cached).
+bool AnyCached(int fd, uint64_t off, uint64_t len) {
+  return CachedPages(fd, off, len).value_or(1) != 0;
 }
 
 }  // namespace
 
 bool AllCached(int fd, uint64_t off, uint64_t len) {
   if (len == 0) return true;
-  struct {
-    uint64_t off, len;
-  } range{off, len};
-  struct {
-    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-  } cs{};
-  if (::syscall(__NR_cachestat, fd, &range, &cs, 0) != 0) return false;
-  return cs.nr_cache >= (Up(off + len) - Down(off)) / kDirectAlign;
+  std::optional<uint64_t> n = CachedPages(fd, off, len);
+  return n.has_value() && *n >= (Up(off + len) - Down(off)) / kDirectAlign;
 }
 
 namespace {
