@@ -35,6 +35,7 @@ struct RawArgs {
   unsigned write_behind_kb = 16384;
   unsigned write_behind_threads = 16;
   unsigned close_delay_ms = 10;
+  unsigned open_cache = 8192;
   int splice_write = 0;
   int noleases = 0;
   int nostatahead = 0;
@@ -75,6 +76,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("write_behind_kb=%u", write_behind_kb, 0),
     SFS_OPT("write_behind_threads=%u", write_behind_threads, 0),
     SFS_OPT("close_delay_ms=%u", close_delay_ms, 0),
+    SFS_OPT("open_cache=%u", open_cache, 0),
     SFS_OPT("splice_write", splice_write, 1),
     SFS_OPT("noleases", noleases, 1),
     SFS_OPT("nostatahead", nostatahead, 1),
@@ -218,6 +220,7 @@ Status Finish(const RawArgs& raw, MountArgs& out) {
   out.client.write_behind_bytes = uint64_t{raw.write_behind_kb} * 1024;
   out.client.write_behind_threads = static_cast<int>(std::max(1u, raw.write_behind_threads));
   out.client.close_delay = std::chrono::milliseconds(raw.close_delay_ms);
+  out.client.open_cache = raw.open_cache;
   if (raw.metrics_listen != nullptr) out.metrics_listen = raw.metrics_listen;
   return FinishCache(raw, out);
 }
@@ -343,6 +346,9 @@ std::string MountUsage() {
          "  -o close_delay_ms=N     the last close of a handle that wrote nothing is answered\n"
          "                          at once; the MDS hears of it with the next request, or\n"
          "                          after N ms at most (default 10); 0 = a round trip each\n"
+         "  -o open_cache=N         keep up to N read-only opens past their close while their\n"
+         "                          lease lasts: opening the file again asks no MDS (default\n"
+         "                          8192; needs leases and close_delay_ms > 0); 0 = off\n"
          "  -o splice_write         hand read data to the kernel through a pipe\n"
          "  -o noleases             no MDS leases: regular files use file_*_timeout\n"
          "                          (by default they are cached as long as the MDS's lease,\n"

@@ -313,6 +313,13 @@ Result<std::shared_ptr<File>> Client::Impl::FinishOpen(const Cred& c, int flags,
   if (write) StopCaching(f->ino_);
   f->cacheable_ = cache != nullptr && !write && S_ISREG(r.attr.mode) && r.data_versioned &&
                   !r.write_opens;
+  if (mds->open_cache_on() && !write && S_ISREG(r.attr.mode) && r.attr.lease_ms > 0) {
+    f->lease_until_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(r.attr.lease_ms);
+    f->open_attr_ = r.attr;
+    f->write_opens_ = r.write_opens;
+    f->data_versioned_ = r.data_versioned;
+    f->cache_gen_ = r.cache_gen;
+  }
   Register(f);
   if (attr != nullptr) *attr = r.attr;
   return f;
@@ -334,6 +341,8 @@ void Client::Impl::Ping() {
   }
   mds_unreachable_ = !st.ok();
   if (mds->TakeEpochChange()) ReopenAll();
+  // Kept opens at their lease's end, also when no request comes to sweep them.
+  mds->ReleaseKeptOpens();
   // Keeps the OST map fresh, so that I/O finds an OSS that came back on a new
   // address without first timing out on the old one.
   if (st.ok()) {
@@ -417,6 +426,7 @@ Client::~Client() {
   // recovery timeout of an MDS that is gone (the keepalive's re-opens, the
   // final closes).
   if (impl_ && impl_->mds) impl_->mds->BeginShutdown();
+  if (impl_ && impl_->mds) impl_->mds->ReleaseKeptOpens(/*all=*/true);  // sent just below
   if (impl_) impl_->StopDeferredCloses();
   if (impl_ && impl_->watch) impl_->watch->Stop();
   if (impl_ && impl_->keepalive) impl_->keepalive->Stop();
@@ -525,6 +535,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
       opts.close_delay.count() > 0 ? opts.close_delay
                                    : cache_on ? kPrefetchCloseDelay : std::chrono::milliseconds(0);
   if (defer.count() > 0) mds->EnableDeferredCloses(defer, kMaxQueuedCloses);
+  if (defer.count() > 0 && opts.leases && opts.open_cache > 0)
+    mds->EnableOpenCache(opts.open_cache);
   mds->SetEpochListener([raw] {
     raw->striper->ForgetCachedLocks();  // the MDS restarted: they are gone there
     if (Keepalive* k = raw->keepalive_ptr.load()) k->Kick();
@@ -704,6 +716,13 @@ Result<std::shared_ptr<File>> Client::Create(const Cred& c, uint64_t parent,
 }
 
 Result<std::shared_ptr<File>> Client::Open(const Cred& c, uint64_t ino, int flags, Attr* attr) {
+  if ((flags & O_ACCMODE) == O_RDONLY && (flags & O_TRUNC) == 0) {
+    // A read-only open this client kept past its close, within its lease:
+    // what the MDS would answer now (open_cache.h).
+    if (std::optional<OpenResult> kept = impl_->mds->TakeKeptOpen(c, ino)) {
+      return impl_->FinishOpen(c, flags, std::move(*kept), attr);
+    }
+  }
   SFS_ASSIGN_OR_RETURN(OpenResult r, impl_->mds->Open(c, ino, flags));
   return impl_->FinishOpen(c, flags, std::move(r), attr);
 }
@@ -766,6 +785,16 @@ Status Client::Close(const std::shared_ptr<File>& f) {
   // flusher). A handle that wrote keeps its close synchronous, so that the
   // file is no longer "open for write" (migrate) once close(2) is answered.
   const bool may_defer = impl_->opts.close_delay.count() > 0 || f->prefetch_;
+  if (f->lease_until_ != std::chrono::steady_clock::time_point{} && !written && !r.has_size &&
+      wb_error.ok()) {
+    OpenResult kept{.attr = f->open_attr_,
+                    .layout = f->layout_,
+                    .open_id = open_id,
+                    .write_opens = f->write_opens_,
+                    .data_versioned = f->data_versioned_,
+                    .cache_gen = f->cache_gen_};
+    if (impl_->mds->KeepOpen(f->cred_, std::move(kept), f->lease_until_)) return Status::Ok();
+  }
   if (may_defer && !written && !r.has_size && wb_error.ok() &&
       impl_->mds->DeferClose(f->ino_, open_id)) {
     return Status::Ok();

@@ -72,6 +72,13 @@ struct Options {
   // open) is destroyed that much later, and a migration finds it busy.
   // 0 = every Close is its own MDS round trip.
   std::chrono::milliseconds close_delay{0};
+  // The open cache (open_cache.h): with leases on (and a handler given to
+  // WatchInvalidations) and close_delay > 0, at most this many read-only
+  // opens are kept past their close while their lease lasts, and an open of
+  // the same file by the same credentials takes one over without asking the
+  // MDS. Meanwhile the MDS counts the file as open, as for a deferred close,
+  // at most a lease longer. 0 = off.
+  size_t open_cache = 0;
   // The client cache (issue 18; docs/cache.md): on iff cache_ram > 0 or
   // cache_dir is set. With cache_dir, blocks are kept there (at most
   // cache_size bytes; 1 GiB if 0), across restarts, and the most recent
@@ -345,6 +352,14 @@ class File {
   uint64_t data_version_ = 0;
   std::atomic<bool> cacheable_{false};
   bool prefetch_ = false;      // opened by the prefetcher (its close uses no hint)
+  // The open cache (Options::open_cache): a read-only open that came with a
+  // lease, which its close may keep (open_cache.h). Set at open, then const;
+  // lease_until_ stays the clock's epoch for every other open.
+  std::chrono::steady_clock::time_point lease_until_{};
+  Attr open_attr_;
+  bool write_opens_ = false;
+  bool data_versioned_ = false;
+  uint64_t cache_gen_ = 0;
 };
 
 class Client {

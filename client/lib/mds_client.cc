@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "client/lib/job_id.h"
+#include "client/lib/open_cache.h"
 #include "common.pb.h"
 #include "common/log.h"
 #include "mds.pb.h"
@@ -153,6 +154,8 @@ void MdsClient::NoteEpoch(uint64_t epoch) {
   if (!tenant_.empty() && key_source_) (void)Reauthenticate(auth_gen_.load());
   // Before the listener: files re-opened must exist again first.
   EnsureReplayed(epoch);
+  // Kept opens died with the old instance (ReopenAll re-opens only files in use).
+  if (open_cache_) (void)open_cache_->Changed();
   epoch_changed_ = true;
   if (on_new_epoch_) on_new_epoch_();
 }
@@ -369,6 +372,7 @@ Result<Attr> MdsClient::AttrOf(const proto::MdsResponse& resp, uint64_t invals) 
   if (invalidations_.load() == invals) {
     a.lease_ms = resp.attr().lease_ms();
     a.dir_lease_ms = resp.parent_lease_ms();
+    ExtendKeptOpens(a);
     Attr dir = DirAttrOf(resp, invals);
     if (dir.ino != 0) a.dir_attr = std::make_shared<const Attr>(std::move(dir));
   }
@@ -396,6 +400,7 @@ Status MdsClient::CallForDir(const Cred& c, proto::MdsRequest* req, Attr* dir_at
 Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req) {
   proto::MdsResponse resp;
   uint64_t invals = invalidations_.load();
+  const uint64_t cache_gen = open_cache_ ? open_cache_->Gen() : 0;
   SFS_RETURN_IF_ERROR(Call(c, req, &resp));
   if (!resp.has_open()) return Status(EIO, "MDS reply without open result");
   const proto::OpenResp& o = resp.open();
@@ -404,6 +409,7 @@ Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req)
   if (invalidations_.load() == invals) {
     r.attr.lease_ms = o.lease_ms();
     r.attr.dir_lease_ms = resp.parent_lease_ms();
+    ExtendKeptOpens(r.attr);
     Attr dir = DirAttrOf(resp, invals);
     if (dir.ino != 0) r.attr.dir_attr = std::make_shared<const Attr>(std::move(dir));
   }
@@ -413,6 +419,7 @@ Result<OpenResult> MdsClient::CallForOpen(const Cred* c, proto::MdsRequest* req)
   r.open_id = o.open_id();
   r.write_opens = o.write_opens();
   r.data_versioned = o.data_versioned();
+  r.cache_gen = cache_gen;
   return r;
 }
 
@@ -690,6 +697,7 @@ Result<DirPage> MdsClient::Readdir(const Cred& c, uint64_t ino, std::string_view
     page.entries.push_back(FromProto(e, with_attrs));
     if (leased && page.entries.back().attr.has_value()) {
       page.entries.back().attr->lease_ms = e.lease_ms();
+      ExtendKeptOpens(*page.entries.back().attr);
     }
   }
   return page;

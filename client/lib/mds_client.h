@@ -35,6 +35,13 @@
 // FlushCloses sends them as CloseReqs of their own if the MDS does not know
 // the feature.
 //
+// Kept opens (open_cache.h): after EnableOpenCache, KeepOpen keeps a
+// read-only open past its close while its lease lasts and TakeKeptOpen hands
+// it to the next open of the same file by the same credentials, without a
+// request. Every request that may change something, every invalidation and a
+// new boot epoch end them first (released kept opens become deferred closes,
+// carried by that very request: the MDS applies closes before the op).
+//
 // Thread safety: every method may be called from many threads at once; calls
 // share the channel and are in flight together.
 #pragma once
@@ -75,7 +82,12 @@ struct OpenResult {
   // rule for this open.
   bool write_opens = false;
   bool data_versioned = false;
+  // OpenCache::Gen() before the request was sent (0 without the open cache):
+  // KeepOpen keeps the open only if nothing began to change since.
+  uint64_t cache_gen = 0;
 };
+
+class OpenCache;
 
 // One LockReq (mds.proto): a lock, unlock, test, cancel or reclaim.
 struct LockArgs {
@@ -179,6 +191,7 @@ class MdsClient {
   // Deferred closes (see the file comment). REQUIRES: EnableDeferredCloses
   // is called before the client is shared between threads, at most once.
   static constexpr size_t kMaxCarriedCloses = 64;
+  static constexpr int kOpenIdEpochShift = 40;  // an open id's bits 40.. (mds.proto OpenResp)
   void EnableDeferredCloses(std::chrono::milliseconds max_delay, size_t max_queued);
   // Queues a close with nothing to report; false (nothing queued: send it
   // with Close) iff deferral is off or the MDS does not apply deferred closes.
@@ -194,6 +207,22 @@ class MdsClient {
   bool WaitClosesDue();
   void StopCloses();
   size_t queued_closes() const { return closes_ ? closes_->size() : 0; }
+
+  // Kept opens (see the file comment). REQUIRES: EnableDeferredCloses first,
+  // both before the client is shared between threads; capacity > 0.
+  void EnableOpenCache(size_t capacity);
+  bool open_cache_on() const { return open_cache_ != nullptr; }
+  // Keeps r, opened by c, whose lease lasts until `until`; false (close it)
+  // if the open cache is off, the MDS takes no deferred closes, or
+  // r.cache_gen is no longer current.
+  bool KeepOpen(const Cred& c, OpenResult r, std::chrono::steady_clock::time_point until);
+  // A kept open of ino by c, now the caller's; its attr.lease_ms is what is
+  // left of its lease.
+  std::optional<OpenResult> TakeKeptOpen(const Cred& c, uint64_t ino);
+  // Queues the closes of kept opens whose lease nears its end (all with
+  // all: the client stops).
+  void ReleaseKeptOpens(bool all = false);
+  size_t kept_opens() const;
   Status SetSize(const Cred& c, uint64_t ino, const SizeReport& r);
   // AppendReq: the offset at which len bytes are reserved at end of file.
   // want_token: ask for the append token; *token_ms (if not null) is how
@@ -257,7 +286,8 @@ class MdsClient {
   Result<WatchBatch> Watch(uint64_t ack_seq, std::chrono::milliseconds wait, bool leaving = false);
   // Called before invalidations are applied: a reply that arrives after this
   // carries no lease (it may have been read before the change).
-  void NoteInvalidation() { invalidations_.fetch_add(1); }
+  // Kept opens end here (nothing is kept from before the change).
+  void NoteInvalidation();
 
   // A LockReq; a test returns the conflicting lock (type F_UNLCK: none).
   // A wait is held by the MDS for at most wait (then EINPROGRESS).
@@ -302,6 +332,10 @@ class MdsClient {
   // Call for an op that returns only a status and maybe the parent's attrs.
   Status CallForDir(const Cred& c, proto::MdsRequest* req, Attr* dir_attr);
   Result<OpenResult> CallForOpen(const Cred* c, proto::MdsRequest* req);
+  // A reply's lease on a regular file (no invalidation began since its
+  // request was sent) also covers this client's kept opens of it that are
+  // still covered now (OpenCache::Extend).
+  void ExtendKeptOpens(const Attr& a);
 
   std::unique_ptr<rpc::Channel> channel_;
   const uint64_t client_id_;
@@ -319,6 +353,7 @@ class MdsClient {
   std::atomic<uint64_t> invalidations_{0};
   std::unique_ptr<CloseQueue> closes_;            // iff deferral is on
   std::atomic<bool> mds_applies_closes_{false};  // the last reply's MDS_FEATURE_CLOSES
+  std::unique_ptr<OpenCache> open_cache_;        // iff EnableOpenCache
   // Replay state.
   mutable std::mutex replay_mu_;
   std::condition_variable replay_cv_;

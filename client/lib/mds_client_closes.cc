@@ -1,13 +1,108 @@
 // MdsClient, deferred closes (mds.proto, "Deferred closes"; close_queue.h):
 // which closes a request carries, what happens to them after its reply, and
 // the flush of those no request took.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "client/lib/mds_client.h"
+#include "client/lib/open_cache.h"
 #include "common/log.h"
 #include "mds.pb.h"
 
 namespace sfs::client {
+namespace {
+
+// Whether req may change what an open caches (attributes, names, layout,
+// data): everything but reads, read-only opens and bare closes. A kept open
+// is no better than a lease: this client's own changes revoke none of its
+// leases, so they end its kept opens instead (open_cache.h).
+bool MayChange(const proto::MdsRequest& req) {
+  using R = proto::MdsRequest;
+  auto writes = [](uint32_t flags) { return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC); };
+  switch (req.op_case()) {
+    case R::kLookup:
+    case R::kGetattr:
+    case R::kReadlink:
+    case R::kReaddir:
+    case R::kStatfs:
+    case R::kGetxattr:
+    case R::kListxattr:
+    case R::kGetLayout:
+    case R::kGetOstMap:
+    case R::kPing:
+    case R::kWatch:
+    case R::kLock:
+    case R::kRebuildStatus:
+    case R::kKvGrant:
+    case R::kCapKey:
+    case R::kTenantHello:
+    case R::kTenantAuth:
+      return false;
+    case R::kOpen:
+      return writes(req.open().open_flags());
+    case R::kOpenPath:
+      return writes(req.open_path().open_flags());
+    case R::kClose:
+      return req.close().has_size() || req.close().has_blocks() || req.close().mtime_ns() != 0;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+void MdsClient::EnableOpenCache(size_t capacity) {
+  if (closes_ && capacity > 0) open_cache_ = std::make_unique<OpenCache>(capacity);
+}
+
+size_t MdsClient::kept_opens() const { return open_cache_ ? open_cache_->size() : 0; }
+
+bool MdsClient::KeepOpen(const Cred& c, OpenResult r, std::chrono::steady_clock::time_point until) {
+  if (!open_cache_ || !mds_applies_closes_.load(std::memory_order_relaxed) ||
+      shutting_down_.load(std::memory_order_acquire) ||
+      (r.open_id >> kOpenIdEpochShift) != epoch_.load()) {
+    return false;
+  }
+  std::vector<DeferredClose> released;
+  const uint64_t gen = r.cache_gen;
+  bool kept = open_cache_->Keep(c, std::move(r), gen, until, &released);
+  for (const DeferredClose& d : released) closes_->Add(d.ino, d.open_id);
+  return kept;
+}
+
+std::optional<OpenResult> MdsClient::TakeKeptOpen(const Cred& c, uint64_t ino) {
+  if (!open_cache_) return std::nullopt;
+  std::chrono::steady_clock::time_point until;
+  std::optional<OpenResult> r = open_cache_->Take(c, ino, &until);
+  // One of an MDS instance since gone (which kept no opens): not ours to hand out.
+  if (!r || (r->open_id >> kOpenIdEpochShift) != epoch_.load()) return std::nullopt;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+  r->attr.lease_ms = static_cast<uint32_t>(std::max<int64_t>(0, left.count()));
+  r->attr.dir_lease_ms = 0;
+  r->attr.dir_attr.reset();
+  return r;
+}
+
+void MdsClient::ExtendKeptOpens(const Attr& a) {
+  if (!open_cache_ || a.lease_ms == 0 || !S_ISREG(a.mode)) return;
+  open_cache_->Extend(a.ino,
+                      std::chrono::steady_clock::now() + std::chrono::milliseconds(a.lease_ms));
+}
+
+void MdsClient::ReleaseKeptOpens(bool all) {
+  if (!open_cache_) return;
+  for (const DeferredClose& d : all ? open_cache_->Changed() : open_cache_->Expired()) {
+    closes_->Add(d.ino, d.open_id);
+  }
+}
+
+void MdsClient::NoteInvalidation() {
+  invalidations_.fetch_add(1);
+  ReleaseKeptOpens(/*all=*/true);
+}
 
 void MdsClient::EnableDeferredCloses(std::chrono::milliseconds max_delay, size_t max_queued) {
   if (max_delay.count() > 0) closes_ = std::make_unique<CloseQueue>(max_delay, max_queued);
@@ -20,6 +115,9 @@ bool MdsClient::DeferClose(uint64_t ino, uint64_t open_id) {
 }
 
 std::vector<DeferredClose> MdsClient::AttachCloses(proto::MdsRequest* req) {
+  // First, so that this very request carries them: its own unlink of a file
+  // whose open was kept then finds the open gone.
+  if (open_cache_ && !req->has_watch()) ReleaseKeptOpens(/*all=*/MayChange(*req));
   // A Watch may be held for seconds: its closes would wait as long.
   // Nor a lock request: the MDS answers those on a path of their own (lock_ops.cc).
   if (!closes_ || req->has_watch() || req->has_lock() ||
