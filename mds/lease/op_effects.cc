@@ -23,6 +23,13 @@ std::vector<NameRef> Named(const Req& q) {
   return {{q.parent(), q.name()}};
 }
 
+// A file's first write open: readers' kept opens (client open_cache.h) end
+// before it is answered (mds.proto OpenResp.first_write_open).
+std::vector<uint64_t> FirstWriteOpen(const MdsResponse& resp) {
+  if (!resp.open().first_write_open()) return {};
+  return {resp.open().attr().ino()};
+}
+
 std::vector<uint64_t> Closed(const MdsRequest& r) {
   const proto::CloseReq& c = r.close();
   // A close with nothing to report only releases the open.
@@ -58,6 +65,7 @@ const Row kRows[] = {
       // A create that opened an existing file changed no name.
       .names_changed = [](const MdsResponse& resp) { return resp.open().created(); },
       .lease_dir = [](const MdsRequest& r) { return r.create().parent(); },
+      .reply_inodes = FirstWriteOpen,
       .acked_at_once = "an O_CREAT open of a file that exists only records the open",
       .acked_at_once_if = [](const MdsResponse& resp) { return !resp.open().created(); }}},
     {MdsRequest::kMknod,
@@ -145,11 +153,14 @@ const Row kRows[] = {
     // Mutating, yet nothing a client caches under a lease changes.
     {MdsRequest::kOpen,
      {.mutating = true,
+      .reply_inodes = FirstWriteOpen,
       .neutral = "registers an open and changes no attribute or name; the client sends "
-                 "O_TRUNC of an existing file as a SetAttr of its own",
+                 "O_TRUNC of an existing file as a SetAttr of its own (a file's first write "
+                 "open revokes its leases all the same: reply_inodes)",
       .acked_at_once = "the record of an open, re-established by the client after a restart"}},
     {MdsRequest::kOpenPath,
      {.mutating = true,
+      .reply_inodes = FirstWriteOpen,
       .neutral = "an open whose walk only reads names (as lookups do, leasing none: no "
                  "directory is leased by it); O_TRUNC goes as a SetAttr, as for kOpen",
       .acked_at_once = "the record of an open, as kOpen's"}},
@@ -237,6 +248,14 @@ std::vector<LeaseInval> DirsChanged(const MdsRequest& r, const MdsResponse& resp
   if (e.names_changed != nullptr && !e.names_changed(resp)) return {};
   std::vector<LeaseInval> out;
   for (auto& [parent, name] : NamesOf(r)) out.push_back({parent, parent, name});
+  return out;
+}
+
+std::vector<LeaseInval> InodesChangedByReply(const MdsRequest& r, const MdsResponse& resp) {
+  const OpEffects& e = EffectsOf(r);
+  std::vector<LeaseInval> out;
+  if (e.reply_inodes == nullptr) return out;
+  for (uint64_t ino : e.reply_inodes(resp)) out.push_back({ino});
   return out;
 }
 

@@ -13,7 +13,8 @@
 //   - whether those names may lose the inode they point to (unlink, rmdir,
 //     rename): the inodes they point to before the op are revoked as well;
 //   - the directory whose names the reply may lease (parent_lease_ms);
-//   - the inodes whose attributes it changes, revoked on success;
+//   - the inodes whose attributes it changes, revoked on success (also those
+//     its reply names: a file's first write open);
 //   - for a mutating op that revokes nothing at all, why that is right.
 // The service (mds/service/lease_ops.cc) orders the steps: stripes, lookups,
 // apply, grant, revoke. This layer only classifies; it reads no namespace and
@@ -44,6 +45,9 @@ struct OpEffects {
   uint64_t (*lease_dir)(const proto::MdsRequest&) = nullptr;
   // The inodes whose attributes the op changes; null: none.
   std::vector<uint64_t> (*inodes)(const proto::MdsRequest&) = nullptr;
+  // The inodes a successful reply says the op changed for lease holders
+  // (an open's first write open: OpenResp.first_write_open); null: none.
+  std::vector<uint64_t> (*reply_inodes)(const proto::MdsResponse&) = nullptr;
   // Set iff the op mutates but has neither names nor inodes: why no lease
   // needs revoking.
   const char* neutral = nullptr;
@@ -75,6 +79,9 @@ uint64_t DirOf(const proto::MdsRequest& r);
 std::vector<LeaseInval> DirsChanged(const proto::MdsRequest& r, const proto::MdsResponse& resp);
 // The inodes whose attributes r changes, as attribute-only invalidations.
 std::vector<LeaseInval> InodesChanged(const proto::MdsRequest& r);
+// The inodes r's successful reply resp says it changed (OpEffects::reply_inodes).
+std::vector<LeaseInval> InodesChangedByReply(const proto::MdsRequest& r,
+                                             const proto::MdsResponse& resp);
 // Whether the reply resp to r must wait until r's write is durable (true for
 // an op not in the table).
 bool AckWaitsForCommit(const proto::MdsRequest& r, const proto::MdsResponse& resp);

@@ -142,6 +142,26 @@ TEST(OpEffectsTest, ACreateChangesItsNameOnlyIfItMadeTheFile) {
   EXPECT_TRUE(DirsChanged(r, opened).empty());
 }
 
+TEST(OpEffectsTest, AFilesFirstWriteOpenRevokesItsLeasesAndNoOtherOpenDoes) {
+  MdsRequest open, open_path, create;
+  open.mutable_open()->set_ino(7);
+  open_path.mutable_open_path()->set_parent(1);
+  create.mutable_create()->set_parent(1);
+  MdsResponse first, later;
+  first.mutable_open()->mutable_attr()->set_ino(7);
+  first.mutable_open()->set_first_write_open(true);
+  later.mutable_open()->mutable_attr()->set_ino(7);
+  later.mutable_open()->set_write_opens(true);
+  for (const MdsRequest* r : {&open, &open_path, &create}) {
+    EXPECT_EQ(Inos(InodesChangedByReply(*r, first)), std::vector<uint64_t>{7}) << r->op_case();
+    EXPECT_TRUE(InodesChangedByReply(*r, later).empty()) << r->op_case();
+    EXPECT_TRUE(InodesChanged(*r).empty()) << "nothing before the reply says so";
+  }
+  MdsRequest unlink;
+  unlink.mutable_unlink()->set_parent(1);
+  EXPECT_TRUE(InodesChangedByReply(unlink, first).empty()) << "only an open's reply counts";
+}
+
 TEST(OpEffectsTest, ARenameUnbindsBothNamesAndLeasesOnlyASingleDirectory) {
   MdsRequest r;
   r.mutable_rename()->set_parent(3);

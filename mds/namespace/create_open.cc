@@ -76,7 +76,9 @@ Status Namespace::RegisterOpen(const OpCtx& ctx, Txn& txn, uint64_t ino, proto::
       (rec->attr().data_version() & ((uint64_t{1} << kVersionBits) - 1)));
   if (S_ISREG(rec->attr().mode())) *out->mutable_layout() = rec->layout();
   out->set_open_id(opens_.Add(ctx.client_id, ino, NowMs(), write));
-  out->set_write_opens(opens_.WriteOpenCount(ino) > 0);
+  const auto write_opens = opens_.WriteOpenCount(ino);
+  out->set_write_opens(write_opens > 0);
+  out->set_first_write_open(write && write_opens == 1);
   out->set_data_versioned(true);
   return Status::Ok();
 }

@@ -186,6 +186,7 @@ std::vector<LeaseInval> MdsService::ApplyLocked(const MdsRequest& r, MdsResponse
   for (LeaseInval& i : InodesChanged(r)) changed.push_back(std::move(i));
   if (resp->status().code() == 0) {
     for (LeaseInval& i : DirsChanged(r, *resp)) changed.push_back(std::move(i));
+    for (LeaseInval& i : InodesChangedByReply(r, *resp)) changed.push_back(std::move(i));
   }
   return changed;
 }

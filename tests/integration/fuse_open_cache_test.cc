@@ -155,6 +155,22 @@ TEST_F(OpenCacheMountTest, AFileUnlinkedThroughAnotherMountLosesItsObjects) {
       << "the objects of a file no one uses any more are destroyed";
 }
 
+TEST_F(OpenCacheMountTest, AWriterOpeningTheFileElsewhereEndsTheKeptOpen) {
+  ASSERT_TRUE(WriteFile(On(1, "f"), "abc"));
+  ASSERT_EQ(Read(0, "f"), "abc");  // mount 0 keeps its open, which says no writer is there
+  // Mount 1 opens it for writing and keeps it open: nothing changes at the
+  // MDS that a lease covers, yet a reader's open must now see the writer
+  // (OpenResp.write_opens), so the MDS revokes mount 0's lease.
+  int fd = ::open(On(1, "f").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const uint64_t before = MdsOpens();
+  EXPECT_EQ(Read(0, "f"), "abc");
+  EXPECT_EQ(MdsOpens(), before + 1) << "the kept open ended when the writer came";
+  ASSERT_EQ(pwrite(fd, "x", 1, 0), 1);
+  ASSERT_EQ(close(fd), 0);
+  EXPECT_EQ(Read(0, "f"), "xbc");
+}
+
 TEST_F(OpenCacheMountTest, ReadAndWriteOpensOfTheSameFileDoNotShareAKeptOpen) {
   ASSERT_TRUE(WriteFile(On(0, "f"), "abc"));
   ASSERT_EQ(Read(0, "f"), "abc");  // kept
