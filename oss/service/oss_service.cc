@@ -38,23 +38,26 @@ constexpr uint64_t kMaxObjectOffset = static_cast<uint64_t>(std::numeric_limits<
 
 // A read the server sends from the object's file by sendfile, with the
 // stored crcs' value (ObjectStore::OpenCachedRange): no copy, no pass. ENOTSUP
-// when it cannot (the caller reads).
-Status SendCachedRange(ObjectStore& store, const OssRequest& req, OssResponse* resp,
-                       rpc::Reply* reply) {
-  SFS_ASSIGN_OR_RETURN(CachedRange r,
-                       store.OpenCachedRange(req.oid(), req.read().offset(), req.read().length()));
+// when it cannot (the caller reads). probed: the range as
+// OssService::SendsCached opened it for this request, or null (open it here).
+Status SendCachedRange(ObjectStore& store, const OssRequest& req, CachedRange* probed,
+                       OssResponse* resp, rpc::Reply* reply) {
+  Result<CachedRange> r = probed != nullptr ? Result<CachedRange>(std::move(*probed))
+                                            : store.OpenCachedRange(req.oid(), req.read().offset(),
+                                                                    req.read().length());
+  if (!r.ok()) return r.status();
   reply->file_bulk = std::make_shared<rpc::FileBulk>(
-      r.fd, r.offset, static_cast<uint32_t>(r.length), r.crc, std::move(r.owner));
-  resp->set_read_size(r.length);
+      r->fd, r->offset, static_cast<uint32_t>(r->length), r->crc, std::move(r->owner));
+  resp->set_read_size(r->length);
   return Status::Ok();
 }
 
 Status DoRead(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq,
-              OssResponse* resp, rpc::Reply* reply) {
+              CachedRange* probed, OssResponse* resp, rpc::Reply* reply) {
   uint64_t len = req.read().length();
   if (len > OssService::kMaxIo) return Status::Errno(EINVAL, "read length over 64 MiB");
   if (rreq.file_bulk_ok && req.read().client_checks()) {
-    Status sent = SendCachedRange(store, req, resp, reply);
+    Status sent = SendCachedRange(store, req, probed, resp, reply);
     if (sent.code() != ENOTSUP) return sent;
   }
   std::span<uint8_t> dest;
@@ -272,10 +275,11 @@ Status DoStatfs(ObjectStore& store, OssResponse* resp) {
   return Status::Ok();
 }
 
+// probed: a read's range as SendsCached opened it on store, or null.
 Status Dispatch(ObjectStore& store, const OssRequest& req, const rpc::Request& rreq,
-                OssResponse* resp, rpc::Reply* reply) {
+                CachedRange* probed, OssResponse* resp, rpc::Reply* reply) {
   switch (req.op_case()) {
-    case OssRequest::kRead: return DoRead(store, req, rreq, resp, reply);
+    case OssRequest::kRead: return DoRead(store, req, rreq, probed, resp, reply);
     case OssRequest::kWrite: return DoWrite(store, req, rreq);
     case OssRequest::kTruncate: return store.Truncate(req.oid(), req.truncate().size());
     case OssRequest::kPunch:
@@ -596,18 +600,27 @@ bool OssService::TryHandleInline(rpc::Request& req, rpc::ReplyFn& done) {
   if (!oreq.ParseFromString(req.payload)) return false;
   if (oreq.op_case() == OssRequest::kKvGet) return TryKvGetInline(oreq, req, done);
   if (oreq.op_case() != OssRequest::kRead) return false;
-  if (oreq.read().length() > inline_read_max_ && !SendsCached(oreq, req)) return false;
-  return RunInline(oreq, req, done, [&](rpc::Reply* reply) { HandleCounted(oreq, req, reply); });
+  std::optional<ProbedRange> probed;
+  if (oreq.read().length() > inline_read_max_) {
+    probed = SendsCached(oreq, req);
+    if (!probed) return false;
+  }
+  return RunInline(oreq, req, done, [&](rpc::Reply* reply) {
+    HandleCounted(oreq, req, reply, probed ? &*probed : nullptr);
+  });
 }
 
-// The probe opens the range once more than the answer does (an fstat, a
-// cachestat and the end chunks' check, all from memory): far less than a
-// worker's two thread hand-offs.
-bool OssService::SendsCached(const OssRequest& oreq, const rpc::Request& req) const {
-  if (!req.file_bulk_ok || !oreq.read().client_checks()) return false;
+// The answer sends the range the probe opened (HandleParsed), so a read is
+// opened once: an fstat, a cachestat and the end chunks' check.
+std::optional<OssService::ProbedRange> OssService::SendsCached(const OssRequest& oreq,
+                                                               const rpc::Request& req) const {
+  if (!req.file_bulk_ok || !oreq.read().client_checks()) return std::nullopt;
   ObjectStore* store = Find(oreq.ost());
-  return store != nullptr &&
-         store->OpenCachedRange(oreq.oid(), oreq.read().offset(), oreq.read().length()).ok();
+  if (store == nullptr) return std::nullopt;
+  Result<CachedRange> r =
+      store->OpenCachedRange(oreq.oid(), oreq.read().offset(), oreq.read().length());
+  if (!r.ok()) return std::nullopt;
+  return ProbedRange{store, std::move(r).value()};
 }
 
 // The get's one lookup and open happen here, before QoS is asked: a block
@@ -685,11 +698,13 @@ OssService::Targets OssService::targets() const {
   return *targets_;
 }
 
-void OssService::HandleCounted(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
-  Counted(oreq, req, reply, [&] { HandleParsed(oreq, req, reply); });
+void OssService::HandleCounted(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply,
+                               ProbedRange* probed) {
+  Counted(oreq, req, reply, [&] { HandleParsed(oreq, req, reply, probed); });
 }
 
-void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply) {
+void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Reply* reply,
+                              ProbedRange* probed) {
   if (IsKvOp(oreq.op_case())) return HandleKv(oreq, req, reply);
   OssResponse resp;
   if (keyed_) {
@@ -734,9 +749,13 @@ void OssService::HandleParsed(const OssRequest& oreq, rpc::Request& req, rpc::Re
                      << admitted.status().ToString());
     return Finish(admitted.status(), &resp, reply);
   }
+  // Only a range probed on the store found here (the targets may have changed
+  // since), and only now that every check above passed.
+  CachedRange* range = probed != nullptr && probed->store == store ? &probed->range : nullptr;
   // Applied while the admission holds the fence (released after the reply is packed).
-  Status st = oreq.op_case() == OssRequest::kCopy ? Copy(*store, oreq)
-                                                  : Dispatch(*store, oreq, req, &resp, reply);
+  Status st = oreq.op_case() == OssRequest::kCopy
+                  ? Copy(*store, oreq)
+                  : Dispatch(*store, oreq, req, range, &resp, reply);
   // The store's only ESTALE: a client with an old layout (tells it apart
   // from the unknown-OST ESTALE above, which a fresh OST map may cure).
   if (st.code() == ESTALE) resp.set_object_destroyed(true);

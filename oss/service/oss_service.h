@@ -153,16 +153,26 @@ class OssService : public rpc::Handler {
 
  private:
   ObjectStore* Find(uint32_t ost) const;
-  // True iff a read would be sent from the page cache by sendfile
-  // (ObjectStore::OpenCachedRange), so it waits on no disk.
-  bool SendsCached(const proto::OssRequest& oreq, const rpc::Request& req) const;
+  // A read's range as SendsCached opened it, and the store it opened it on.
+  struct ProbedRange {
+    ObjectStore* store = nullptr;
+    CachedRange range;
+  };
+  // The range a read would be sent from the page cache by sendfile
+  // (ObjectStore::OpenCachedRange), so it waits on no disk; nullopt if none.
+  std::optional<ProbedRange> SendsCached(const proto::OssRequest& oreq,
+                                         const rpc::Request& req) const;
   // The copy op: into dst, from a target of ours or a peer's.
   Status Copy(ObjectStore& dst, const proto::OssRequest& req) const;
   // Handle() of a request already decoded (TryHandleInline decodes it to
-  // choose). REQUIRES: reply holds no bulk.
-  void HandleParsed(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
+  // choose). A read sends probed's range, if it is for the store the request
+  // names and the read still qualifies, instead of opening it again.
+  // REQUIRES: reply holds no bulk.
+  void HandleParsed(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply,
+                    ProbedRange* probed = nullptr);
   // HandleParsed, counted in metrics_.
-  void HandleCounted(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply);
+  void HandleCounted(const proto::OssRequest& oreq, rpc::Request& req, rpc::Reply* reply,
+                     ProbedRange* probed = nullptr);
 
   // EACCES unless oreq's capabilities allow it (require_capabilities).
   Status CheckCapabilities(const proto::OssRequest& oreq) const;

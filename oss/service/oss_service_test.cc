@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
 #include "oss.pb.h"
+#include "oss/store/env.h"
+#include "oss/testing/random_bytes.h"
 #include "oss/testing/temp_dir.h"
 
 namespace sfs::oss {
@@ -260,19 +263,22 @@ struct InlineResult {
   bool done_left = false;  // the ReplyFn still callable (not moved from)
   OssResponse resp;
   std::vector<uint8_t> bulk;
+  bool file_bulk = false;  // sent from the object's file (sendfile)
 };
 
-InlineResult TryInline(OssService& service, const OssRequest& req,
-                       std::vector<uint8_t> bulk = {}) {
+InlineResult TryInline(OssService& service, const OssRequest& req, std::vector<uint8_t> bulk = {},
+                       bool file_bulk_ok = false) {
   rpc::Request r;
   r.service = rpc::kServiceOss;
   req.SerializeToString(&r.payload);
   r.bulk = std::move(bulk);
+  r.file_bulk_ok = file_bulk_ok;
   InlineResult out;
   rpc::ReplyFn done = [&](rpc::Reply reply) {
     out.answered = true;
     EXPECT_TRUE(out.resp.ParseFromString(reply.payload));
     out.bulk = std::move(reply.bulk);
+    out.file_bulk = reply.file_bulk != nullptr;
   };
   out.taken = service.TryHandleInline(r, done);
   out.done_left = static_cast<bool>(done);
@@ -320,6 +326,48 @@ TEST_F(OssServiceTest, LargeReadsWritesAndReadsWithInlineOffAreLeftToWorkers) {
   r = TryInline(service_, small);
   EXPECT_FALSE(r.taken || r.answered);
   EXPECT_TRUE(r.done_left);
+}
+
+// Counts the store's preads: the page-cache probe's sidecar and end-chunk reads.
+class CountingEnv : public EnvWrapper {
+ public:
+  CountingEnv() : EnvWrapper(DefaultEnv()) {}
+  ssize_t Pread(int fd, void* buf, size_t n, uint64_t off) override {
+    ++preads;
+    return EnvWrapper::Pread(fd, buf, n, off);
+  }
+  std::atomic<int> preads{0};
+};
+
+// A read over inline_read_max goes inline because SendsCached opened its
+// range; the answer sends that range rather than opening it a second time.
+TEST_F(OssServiceTest, AnInlineCachedReadOpensItsRangeOnce) {
+  CountingEnv env;
+  FileStoreOptions opts;
+  opts.env = &env;
+  auto s = OpenFileObjectStore(dir_.path() + "/counted", opts);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::unique_ptr<ObjectStore> store = std::move(s).value();
+  service_.SetTargets({{5, store.get()}});
+  const std::vector<uint8_t> data = RandomBytes(100 * 1024 + 123, 1);
+  ASSERT_TRUE(store->Write(42, 0, data, false).ok());
+  std::vector<uint8_t> back(data.size());
+  ASSERT_TRUE(store->Read(42, 0, back).ok());  // in the page cache, whichever way it was written
+  const uint64_t off = 4095, len = OssService::kDefaultInlineReadMax + 4096;
+  env.preads = 0;
+  ASSERT_TRUE(store->OpenCachedRange(42, off, len).ok());
+  const int one_open = env.preads.exchange(0);
+  ASSERT_GT(one_open, 0);
+  OssRequest req = Req(5, 42);
+  req.mutable_read()->set_offset(off);
+  req.mutable_read()->set_length(len);
+  req.mutable_read()->set_client_checks(true);
+  InlineResult r = TryInline(service_, req, {}, /*file_bulk_ok=*/true);
+  ASSERT_TRUE(r.taken && r.answered);
+  EXPECT_EQ(r.resp.status().code(), 0) << r.resp.status().message();
+  EXPECT_TRUE(r.file_bulk);
+  EXPECT_EQ(r.resp.read_size(), len);
+  EXPECT_EQ(env.preads, one_open);
 }
 
 }  // namespace
