@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The cold first epoch through the mount, with and without the order hint (issue 18,
+# docs/benchmarks.md "Kept opens"): N files of 4-256 KiB (sfs-bench train --prepare) on a
+# 2-OSS cluster, read whole by K Python worker processes in a seeded shuffled order
+# (worker w takes entries w, w+K, ... as DistributedSampler does), every cache on the host
+# dropped first (the mount's own: `sfs cache drop`). Modes, per build (NEW, and OLD: the
+# same without the open cache): nocache (a plain mount), hint (-o cache_ram=1G, and
+# `sfs prefetch --list ORDER` handed to the mount just before the readers start). With the
+# hint the prefetcher opens each file first; NEW's reader takes that open over (kept under
+# its lease), OLD's reader opens it at the MDS again. Needs root.
+set -uo pipefail
+R=$(cd "$(dirname "$0")/../.." && pwd); OUT=${OUT:-/tmp/sfs-sitting}; mkdir -p $OUT
+NEW=${NEW:-$R/build}; OLD=${OLD:?OLD build dir}; ROUNDS=${ROUNDS:-3}; N=${N:-4000}; K=${K:-4}
+cd $R
+READER=$OUT/epoch_reader.py
+cat > $READER <<'PY'
+import multiprocessing as mp, sys, time
+order = [l.rstrip("\n") for l in open(sys.argv[1]) if l.strip()]
+k = int(sys.argv[2])
+def work(w):
+    n = 0
+    for p in order[w::k]:
+        with open(p, "rb", buffering=0) as f:
+            while True:
+                b = f.read(1 << 20)
+                if not b:
+                    break
+                n += len(b)
+    return n
+if __name__ == "__main__":
+    with mp.Pool(k) as pool:
+        pool.map(abs, range(k))  # the workers are up before the clock starts
+        t = time.time()
+        total = sum(pool.map(work, range(k)))
+        print("%.3f %d" % (time.time() - t, total))
+PY
+up() {  # up BUILD MOUNT_OPTS: a fresh 2-OSS cluster at /tmp/sep mounted at /tmp/sep/mnt
+  scripts/cluster.sh down --dir /tmp/sep >/dev/null 2>&1; rm -rf /tmp/sep
+  M=$(scripts/cluster.sh up --oss 2 --dir /tmp/sep --build $1 2>/dev/null | tail -1)
+  mkdir -p /tmp/sep/mnt
+  $1/client/fuse/sfs-mount $M /tmp/sep/mnt -o allow_other${2:+,$2} >>/tmp/sep/mount.log 2>&1
+  until mountpoint -q /tmp/sep/mnt; do sleep 0.1; done
+}
+down() { umount /tmp/sep/mnt 2>/dev/null; scripts/cluster.sh down --dir /tmp/sep >/dev/null 2>&1; }
+for r in $(seq $ROUNDS); do
+  for v in new old; do
+    B=$NEW; [ $v = old ] && B=$OLD
+    for mode in nocache hint; do
+      opts=; [ $mode = hint ] && opts=cache_ram=1G
+      up $B "$opts"
+      $B/tools/sfs-bench train -o /tmp/sep/mnt/t -n $N --prepare --epochs 1 >/dev/null 2>&1
+      find /tmp/sep/mnt/t -type f | sort > $OUT/epoch-files.txt
+      python3 -c "import random,sys; l=open(sys.argv[1]).read().split(); random.Random(int(sys.argv[2])).shuffle(l); print('\n'.join(l))" \
+        $OUT/epoch-files.txt $r > $OUT/epoch-order.txt
+      [ $mode = hint ] && $B/tools/sfs cache drop /tmp/sep/mnt >/dev/null
+      sync; echo 3 > /proc/sys/vm/drop_caches
+      [ $mode = hint ] && $B/tools/sfs prefetch --list $OUT/epoch-order.txt >/dev/null
+      res=$(python3 $READER $OUT/epoch-order.txt $K)
+      echo "$v $mode r$r files=$(wc -l < $OUT/epoch-files.txt) load=$(cut -d' ' -f1 /proc/loadavg) seconds,bytes=$res" | tee -a $OUT/epoch.log
+      down
+    done
+  done
+done
