@@ -279,6 +279,18 @@ void MdsClient::Leave() {
 
 Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
                           std::chrono::milliseconds timeout, bool retry) {
+  // This client's own change ends its kept opens, unless the MDS refused it
+  // (boot epoch 0: no reply was read, the outcome is unknown).
+  struct EndKeptOpens {
+    MdsClient* self;
+    const proto::MdsResponse* resp;
+    bool on;
+    ~EndKeptOpens() {
+      if (on && (resp->status().code() == 0 || resp->boot_epoch() == 0)) {
+        self->ReleaseKeptOpens(/*all=*/true);
+      }
+    }
+  } end_kept{this, resp, open_cache_ != nullptr && MayChange(*req)};
   req->set_client_id(client_id_);
   req->set_xid(NextXid());
   if (c != nullptr) ToProto(*c, req->mutable_cred());

@@ -38,9 +38,9 @@
 // Kept opens (open_cache.h): after EnableOpenCache, KeepOpen keeps a
 // read-only open past its close while its lease lasts and TakeKeptOpen hands
 // it to the next open of the same file by the same credentials, without a
-// request. Every request that may change something, every invalidation and a
-// new boot epoch end them first (released kept opens become deferred closes,
-// carried by that very request: the MDS applies closes before the op).
+// request. Every request of its own that may change something (once the MDS
+// may have applied it), every invalidation and a new boot epoch end them
+// (released kept opens become deferred closes, carried by the next request).
 //
 // Thread safety: every method may be called from many threads at once; calls
 // share the channel and are in flight together.
@@ -332,6 +332,13 @@ class MdsClient {
   // Call for an op that returns only a status and maybe the parent's attrs.
   Status CallForDir(const Cred& c, proto::MdsRequest* req, Attr* dir_attr);
   Result<OpenResult> CallForOpen(const Cred* c, proto::MdsRequest* req);
+  // Whether req may change what an open caches (attributes, names, layout,
+  // data): everything but reads, read-only opens and bare closes. A kept
+  // open is no better than a lease, and this client's own changes revoke
+  // none of its leases, so such a request ends every kept open once it may
+  // have been applied (CallRaw): when it succeeded or its outcome is unknown,
+  // not when the MDS refused it (mdtest's mkdir of a directory that exists).
+  static bool MayChange(const proto::MdsRequest& req);
   // A reply's lease on a regular file (no invalidation began since its
   // request was sent) also covers this client's kept opens of it that are
   // still covered now (OpenCache::Extend).

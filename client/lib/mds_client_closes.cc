@@ -12,13 +12,8 @@
 #include "mds.pb.h"
 
 namespace sfs::client {
-namespace {
 
-// Whether req may change what an open caches (attributes, names, layout,
-// data): everything but reads, read-only opens and bare closes. A kept open
-// is no better than a lease: this client's own changes revoke none of its
-// leases, so they end its kept opens instead (open_cache.h).
-bool MayChange(const proto::MdsRequest& req) {
+bool MdsClient::MayChange(const proto::MdsRequest& req) {
   using R = proto::MdsRequest;
   auto writes = [](uint32_t flags) { return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC); };
   switch (req.op_case()) {
@@ -50,8 +45,6 @@ bool MayChange(const proto::MdsRequest& req) {
       return true;
   }
 }
-
-}  // namespace
 
 void MdsClient::EnableOpenCache(size_t capacity) {
   if (closes_ && capacity > 0) open_cache_ = std::make_unique<OpenCache>(capacity);
@@ -115,9 +108,7 @@ bool MdsClient::DeferClose(uint64_t ino, uint64_t open_id) {
 }
 
 std::vector<DeferredClose> MdsClient::AttachCloses(proto::MdsRequest* req) {
-  // First, so that this very request carries them: its own unlink of a file
-  // whose open was kept then finds the open gone.
-  if (open_cache_ && !req->has_watch()) ReleaseKeptOpens(/*all=*/MayChange(*req));
+  if (open_cache_ && !req->has_watch()) ReleaseKeptOpens();  // those at their lease's end
   // A Watch may be held for seconds: its closes would wait as long.
   // Nor a lock request: the MDS answers those on a path of their own (lock_ops.cc).
   if (!closes_ || req->has_watch() || req->has_lock() ||

@@ -128,9 +128,19 @@ TEST_F(OpenCacheMountTest, AnotherMountsRewriteIsReadAtTheNextOpen) {
 TEST_F(OpenCacheMountTest, ThisMountsOwnChangeEndsItsKeptOpens) {
   ASSERT_TRUE(WriteFile(On(0, "f"), "first"));
   ASSERT_EQ(Read(0, "f"), "first");
+  // A change the MDS refuses changes nothing: an rmdir of a directory that
+  // is not empty (the kernel sends it; it cannot know).
+  ASSERT_EQ(mkdir(On(0, "d").c_str(), 0755), 0) << strerror(errno);
+  ASSERT_TRUE(WriteFile(On(0, "d/x"), "x"));
+  ASSERT_EQ(Read(0, "f"), "first");  // kept again after those changes
+  uint64_t before = MdsOpens();
+  ASSERT_NE(rmdir(On(0, "d").c_str()), 0);
+  ASSERT_EQ(errno, ENOTEMPTY);
+  ASSERT_EQ(Read(0, "f"), "first");
+  EXPECT_EQ(MdsOpens(), before) << "the refused rmdir left the kept open";
   // A change of this mount's own: the MDS revokes none of its leases.
   ASSERT_EQ(chmod(On(0, "f").c_str(), 0600), 0) << strerror(errno);
-  uint64_t before = MdsOpens();
+  before = MdsOpens();
   ASSERT_EQ(Read(0, "f"), "first");
   EXPECT_EQ(MdsOpens(), before + 1) << "the chmod ended the kept open";
   // This mount's own rewrite (a write open, then a close that reports a size).
