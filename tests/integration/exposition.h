@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdlib>
+#include <regex>
 #include <string>
+
+#include "tests/harness/test_util.h"
 
 namespace sfs::testing {
 
@@ -18,6 +21,17 @@ inline double Sample(const std::string& exposition, const std::string& series) {
     pos += series.size();
   }
   return 0;
+}
+
+// The address a daemon started with a metrics port of 0 printed (its
+// "METRICS host:port" line) into the log at path; "" if none.
+inline std::string MetricsAddressInLog(const std::string& path) {
+  std::string log;
+  std::smatch match;
+  if (!ReadFile(path, &log) || !std::regex_search(log, match, std::regex("METRICS (\\S+)"))) {
+    return "";
+  }
+  return match[1];
 }
 
 }  // namespace sfs::testing

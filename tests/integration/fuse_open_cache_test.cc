@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -47,10 +46,7 @@ class OpenCacheMountTest : public SharedClusterTest<OpenCacheMountTest> {
       }
       mounts_.push_back(*m);
     }
-    std::string log;
-    ReadFile(cluster_->root() + "/logs/mount0.log", &log);
-    std::smatch match;
-    if (std::regex_search(log, match, std::regex("METRICS (\\S+)"))) mount_metrics_ = match[1];
+    mount_metrics_ = MetricsAddressInLog(cluster_->root() + "/logs/mount0.log");
     if (mount_metrics_.empty()) start_ = Status(EIO, "no METRICS line in mount 0's log");
   }
 

@@ -47,10 +47,7 @@ class MetricsTest : public SharedClusterTest<MetricsTest> {
     }
     mounts_.push_back(*m);
     // The mount's stdout goes to its log: its METRICS line is there.
-    std::string log;
-    ReadFile(cluster_->root() + "/logs/mount0.log", &log);
-    std::smatch match;
-    if (std::regex_search(log, match, std::regex("METRICS (\\S+)"))) mount_metrics_ = match[1];
+    mount_metrics_ = MetricsAddressInLog(cluster_->root() + "/logs/mount0.log");
   }
 
  protected:
