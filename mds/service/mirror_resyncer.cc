@@ -422,11 +422,13 @@ bool MirrorResyncer::ResyncHeld(uint64_t ino) {
     LOG_INFO("resync of inode " << ino << " not recorded: " << st.ToString() << "; trying again");
     return false;
   }
+  // Counted as soon as the layout says ok, before the fence lifts' round
+  // trips: a status asked after a layout that shows them ok counts them.
+  copies_resynced_.fetch_add(done.objects_size(), std::memory_order_relaxed);
   // Their OSSes serve them from now on, not from their next heartbeat.
   std::vector<std::pair<uint32_t, uint64_t>> marked;
   for (const proto::StripeObject& o : done.objects()) marked.emplace_back(o.ost(), o.oid());
   LiftFences(marked);
-  copies_resynced_.fetch_add(done.objects_size(), std::memory_order_relaxed);
   LOG_INFO("resynced " << done.objects_size() << " stale object"
                        << (done.objects_size() == 1 ? "" : "s") << " of inode " << ino);
   return done.objects_size() + replaced == left;
