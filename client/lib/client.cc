@@ -44,6 +44,7 @@
 #include "client/lib/write_behind.h"
 #include "common/auth/capability.h"
 #include "common/layout/stripe.h"
+#include "common/mdsop/open_id.h"
 #include "common/log.h"
 #include "common/rpc/rpc.h"
 
@@ -351,7 +352,6 @@ void Client::Impl::Ping() {
 }
 
 void Client::Impl::ReopenAll() {
-  constexpr int kEpochShift = 40;  // open ids carry their boot epoch (mds.proto)
   std::vector<std::shared_ptr<File>> all;
   {
     std::lock_guard<std::mutex> lock(files_mu_);
@@ -366,7 +366,7 @@ void Client::Impl::ReopenAll() {
       std::lock_guard<std::mutex> lock(f->mu_);
       old_id = f->open_id_;
     }
-    if ((old_id >> kEpochShift) == mds->boot_epoch()) continue;  // opened since the restart
+    if (mdsop::OpenIdEpoch(old_id) == mds->boot_epoch()) continue;  // opened since the restart
     Result<OpenResult> r = mds->Open(f->cred_, f->ino_, f->flags_ & O_ACCMODE);
     if (!r.ok()) {
       LOG_WARN("re-open of inode " << f->ino_ << " after MDS restart: " << r.status().ToString());

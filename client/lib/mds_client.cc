@@ -12,6 +12,7 @@
 #include "client/lib/open_cache.h"
 #include "common.pb.h"
 #include "common/log.h"
+#include "common/mdsop/op_table.h"
 #include "mds.pb.h"
 
 namespace sfs::client {
@@ -279,18 +280,23 @@ void MdsClient::Leave() {
 
 Status MdsClient::CallRaw(const Cred* c, proto::MdsRequest* req, proto::MdsResponse* resp,
                           std::chrono::milliseconds timeout, bool retry) {
-  // This client's own change ends its kept opens, unless the MDS refused it
-  // (boot epoch 0: no reply was read, the outcome is unknown).
+  // A kept open is no better than a lease, and this client's own changes
+  // revoke none of its leases: a request of its own that changed what the
+  // MDS revokes leases for (the op table, common/mdsop/op_table.h) ends
+  // every kept open once its reply is in. One the MDS refused changed
+  // nothing (mdtest's mkdir of a directory that exists); one with no reply
+  // read (boot epoch 0) may have been applied.
   struct EndKeptOpens {
     MdsClient* self;
+    const proto::MdsRequest* req;
     const proto::MdsResponse* resp;
-    bool on;
     ~EndKeptOpens() {
-      if (on && (resp->status().code() == 0 || resp->boot_epoch() == 0)) {
+      if (self->open_cache_ == nullptr) return;
+      if (mdsop::ChangesLeased(*req, resp->boot_epoch() != 0 ? resp : nullptr)) {
         self->ReleaseKeptOpens(/*all=*/true);
       }
     }
-  } end_kept{this, resp, open_cache_ != nullptr && MayChange(*req)};
+  } end_kept{this, req, resp};
   req->set_client_id(client_id_);
   req->set_xid(NextXid());
   if (c != nullptr) ToProto(*c, req->mutable_cred());

@@ -191,7 +191,6 @@ class MdsClient {
   // Deferred closes (see the file comment). REQUIRES: EnableDeferredCloses
   // is called before the client is shared between threads, at most once.
   static constexpr size_t kMaxCarriedCloses = 64;
-  static constexpr int kOpenIdEpochShift = 40;  // an open id's bits 40.. (mds.proto OpenResp)
   void EnableDeferredCloses(std::chrono::milliseconds max_delay, size_t max_queued);
   // Queues a close with nothing to report; false (nothing queued: send it
   // with Close) iff deferral is off or the MDS does not apply deferred closes.
@@ -332,13 +331,6 @@ class MdsClient {
   // Call for an op that returns only a status and maybe the parent's attrs.
   Status CallForDir(const Cred& c, proto::MdsRequest* req, Attr* dir_attr);
   Result<OpenResult> CallForOpen(const Cred* c, proto::MdsRequest* req);
-  // Whether req may change what an open caches (attributes, names, layout,
-  // data): everything but reads, read-only opens and bare closes. A kept
-  // open is no better than a lease, and this client's own changes revoke
-  // none of its leases, so such a request ends every kept open once it may
-  // have been applied (CallRaw): when it succeeded or its outcome is unknown,
-  // not when the MDS refused it (mdtest's mkdir of a directory that exists).
-  static bool MayChange(const proto::MdsRequest& req);
   // A reply's lease on a regular file (no invalidation began since its
   // request was sent) also covers this client's kept opens of it that are
   // still covered now (OpenCache::Extend).

@@ -8,43 +8,11 @@
 
 #include "client/lib/mds_client.h"
 #include "client/lib/open_cache.h"
+#include "common/mdsop/open_id.h"
 #include "common/log.h"
 #include "mds.pb.h"
 
 namespace sfs::client {
-
-bool MdsClient::MayChange(const proto::MdsRequest& req) {
-  using R = proto::MdsRequest;
-  auto writes = [](uint32_t flags) { return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC); };
-  switch (req.op_case()) {
-    case R::kLookup:
-    case R::kGetattr:
-    case R::kReadlink:
-    case R::kReaddir:
-    case R::kStatfs:
-    case R::kGetxattr:
-    case R::kListxattr:
-    case R::kGetLayout:
-    case R::kGetOstMap:
-    case R::kPing:
-    case R::kWatch:
-    case R::kLock:
-    case R::kRebuildStatus:
-    case R::kKvGrant:
-    case R::kCapKey:
-    case R::kTenantHello:
-    case R::kTenantAuth:
-      return false;
-    case R::kOpen:
-      return writes(req.open().open_flags());
-    case R::kOpenPath:
-      return writes(req.open_path().open_flags());
-    case R::kClose:
-      return req.close().has_size() || req.close().has_blocks() || req.close().mtime_ns() != 0;
-    default:
-      return true;
-  }
-}
 
 void MdsClient::EnableOpenCache(size_t capacity) {
   if (closes_ && capacity > 0) open_cache_ = std::make_unique<OpenCache>(capacity);
@@ -55,7 +23,7 @@ size_t MdsClient::kept_opens() const { return open_cache_ ? open_cache_->size() 
 bool MdsClient::KeepOpen(const Cred& c, OpenResult r, std::chrono::steady_clock::time_point until) {
   if (!open_cache_ || !mds_applies_closes_.load(std::memory_order_relaxed) ||
       shutting_down_.load(std::memory_order_acquire) ||
-      (r.open_id >> kOpenIdEpochShift) != epoch_.load()) {
+      mdsop::OpenIdEpoch(r.open_id) != epoch_.load()) {
     return false;
   }
   std::vector<DeferredClose> released;
@@ -70,7 +38,7 @@ std::optional<OpenResult> MdsClient::TakeKeptOpen(const Cred& c, uint64_t ino) {
   std::chrono::steady_clock::time_point until;
   std::optional<OpenResult> r = open_cache_->Take(c, ino, &until);
   // One of an MDS instance since gone (which kept no opens): not ours to hand out.
-  if (!r || (r->open_id >> kOpenIdEpochShift) != epoch_.load()) return std::nullopt;
+  if (!r || mdsop::OpenIdEpoch(r->open_id) != epoch_.load()) return std::nullopt;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       until - std::chrono::steady_clock::now());
   r->attr.lease_ms = static_cast<uint32_t>(std::max<int64_t>(0, left.count()));

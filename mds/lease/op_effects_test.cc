@@ -3,6 +3,7 @@
 // consistent; then a few rows' effects on sample requests.
 #include "mds/lease/op_effects.h"
 
+#include <cerrno>
 #include <set>
 #include <string>
 
@@ -239,6 +240,45 @@ TEST(OpEffectsTest, ARequestWithNoOpChangesNothing) {
   EXPECT_EQ(DirOf(r), 0u);
   EXPECT_TRUE(DirsChanged(r, MdsResponse()).empty());
   EXPECT_TRUE(InodesChanged(r).empty());
+}
+
+// libsfs ends its kept opens after a request of its own exactly when the MDS
+// would revoke other mounts' leases for it (client/lib/mds_client.cc).
+TEST(OpEffectsTest, ChangesLeasedIsWhatTheMdsRevokesFor) {
+  const google::protobuf::OneofDescriptor* op = OpOneof();
+  for (int i = 0; i < op->field_count(); ++i) {
+    const MdsRequest r = WithOp(op->field(i));
+    for (bool first_write : {false, true}) {
+      MdsResponse ok;
+      ok.mutable_open()->set_first_write_open(first_write);
+      const bool revokes = !DirsChanged(r, ok).empty() || !InodesChanged(r).empty() ||
+                           !InodesChangedByReply(r, ok).empty();
+      EXPECT_EQ(mdsop::ChangesLeased(r, &ok), revokes) << op->field(i)->name();
+      MdsResponse refused = ok;
+      refused.mutable_status()->set_code(EEXIST);
+      EXPECT_FALSE(mdsop::ChangesLeased(r, &refused)) << op->field(i)->name();
+    }
+  }
+}
+
+TEST(OpEffectsTest, WithNoReplyEveryOpThatMayChangeSomethingCounts) {
+  MdsRequest mkdir;
+  mkdir.mutable_mkdir()->set_parent(1);
+  mkdir.mutable_mkdir()->set_name("d");
+  EXPECT_TRUE(mdsop::ChangesLeased(mkdir, nullptr));
+  MdsRequest open;
+  open.mutable_open()->set_ino(7);
+  EXPECT_TRUE(mdsop::ChangesLeased(open, nullptr)) << "it may have been a first write open";
+  EXPECT_FALSE(mdsop::ChangesLeased(open, &MdsResponse::default_instance()));
+  MdsRequest close;
+  close.mutable_close()->set_ino(7);
+  EXPECT_FALSE(mdsop::ChangesLeased(close, nullptr)) << "a bare close reports nothing";
+  close.mutable_close()->set_has_size(true);
+  close.mutable_close()->set_size_hint(10);
+  EXPECT_TRUE(mdsop::ChangesLeased(close, nullptr));
+  MdsRequest lookup;
+  lookup.mutable_lookup()->set_parent(1);
+  EXPECT_FALSE(mdsop::ChangesLeased(lookup, nullptr));
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ Status Namespace::RegisterOpen(const OpCtx& ctx, Txn& txn, uint64_t ino, proto::
     txn.Dirty(ino);
   }
   *out->mutable_attr() = rec->attr();
-  // An open is acknowledged before its commit (op_effects.h): a crash may
+  // An open is acknowledged before its commit (mdsop/op_table.h): a crash may
   // lose the bump, and a version given out before it would then name other
   // bytes after the restart. The boot epoch in the version given out makes
   // every version of a new boot new (client caches start cold after an MDS

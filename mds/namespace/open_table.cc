@@ -5,7 +5,7 @@ namespace sfs::mds {
 
 void OpenTable::SetEpoch(uint64_t epoch) {
   std::lock_guard<std::mutex> lock(mu_);
-  next_id_ = (epoch << kEpochShift) | 1;
+  next_id_ = (epoch << mdsop::kOpenIdEpochShift) | 1;
 }
 
 bool OpenTable::Contains(uint64_t open_id) const {

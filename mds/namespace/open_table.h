@@ -12,17 +12,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mdsop/open_id.h"
+
 namespace sfs::mds {
 
 class OpenTable {
  public:
   // Open ids are unique across MDS restarts: ids of boot epoch E start at
-  // E << kEpochShift, so a stale id from before a restart is never reused.
-  static constexpr int kEpochShift = 40;
+  // E << kOpenIdEpochShift (common/mdsop/open_id.h), so a stale id from
+  // before a restart is never reused.
   // Sets the boot epoch of the ids handed out from now on (call before any Add).
   void SetEpoch(uint64_t epoch);
   // The boot epoch an open id was handed out in.
-  static uint64_t EpochOf(uint64_t open_id) { return open_id >> kEpochShift; }
+  static uint64_t EpochOf(uint64_t open_id) { return mdsop::OpenIdEpoch(open_id); }
   // Whether open_id is a current open.
   bool Contains(uint64_t open_id) const;
   // Records an open of ino by client (for writing iff write); returns its

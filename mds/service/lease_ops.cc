@@ -16,7 +16,8 @@
 // name added or removed, on its directory (a directory's lease covers its
 // names, so a negative entry cached under it is revoked by the create).
 // Which names, directory and inodes each op touches is the table in
-// mds/lease/op_effects.h; this file only orders the steps.
+// common/mdsop/op_table.h (queried through mds/lease/op_effects.h); this
+// file only orders the steps.
 // Nothing waits in steps 1-3, and step 4 holds no lock and no worker, so a
 // slow or stopped client can delay only the changes to files it leases.
 #include <sys/stat.h>

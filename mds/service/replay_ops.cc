@@ -32,7 +32,7 @@ using proto::MdsResponse;
 }  // namespace
 
 // The ops a client keeps for replay: those whose reply waits for a commit
-// without replay (op_effects.h, acked_at_once) and that a replay can apply
+// without replay (mdsop/op_table.h, acked_at_once) and that a replay can apply
 // again: the namespace changes. Admin changes (OST lost, tenants) are
 // committed before their reply instead.
 bool MdsService::Replayable(int op) {
