@@ -174,6 +174,9 @@ Result<std::unique_ptr<Backend>> MakeSfsBackend(const std::string& mds,
   client::Options opts;
   opts.mds_address = mds;
   SFS_ASSIGN_OR_RETURN(opts.transport, client::ParseTransport(transport));
+  // Closes as through sfs-mount (-o close_delay_ms, default 10): the release
+  // of a handle that wrote nothing rides on the next MDS request.
+  opts.close_delay = std::chrono::milliseconds(10);
   // The client cache (docs/cache.md), from the environment as a mount's -o
   // cache_* would set it: SFS_CACHE_RAM, SFS_CACHE_DIR, SFS_CACHE_SIZE.
   for (auto [name, field] : {std::pair{"SFS_CACHE_RAM", &opts.cache_ram},

@@ -137,6 +137,10 @@ class SfsStore final : public Store {
     o.mds_address = a.mds;
     SFS_ASSIGN_OR_RETURN(o.transport, client::ParseTransport(a.transport));
     o.cache_ram = a.cache_ram;
+    // As a loader's close(2) through sfs-mount (-o close_delay_ms, default 10)
+    // and the Python binding's (close_delay=0.01): the release of a file read
+    // rides on the next MDS request instead of a round trip of its own.
+    o.close_delay = std::chrono::milliseconds(10);
     if (a.prefetch_threads > 0) o.prefetch_threads = a.prefetch_threads;
     if (a.prefetch_depth > 0) o.prefetch_depth = a.prefetch_depth;
     SFS_ASSIGN_OR_RETURN(std::unique_ptr<client::Client> c, client::Client::Connect(o));
