@@ -99,6 +99,27 @@ std::string ReadTrimmed(const std::string& path) {
   return s;
 }
 
+// Where each thread of process pid waits: its name, its wait channel and
+// its kernel stack (/proc; the stack needs root), one block per thread, so
+// that a mount that hangs on unmount says in which call (a FUSE handler, a
+// kernel notify, a join) before it is terminated.
+std::string ThreadWaits(pid_t pid) {
+  std::ostringstream out;
+  std::error_code ec;
+  const fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& t : fs::directory_iterator(tasks, ec)) {
+    const std::string dir = t.path().string();
+    out << "  thread " << t.path().filename().string() << " " << ReadTrimmed(dir + "/comm")
+        << " wchan=" << ReadTrimmed(dir + "/wchan") << "\n";
+    std::string stack;
+    if (ReadFile(dir + "/stack", &stack)) {
+      std::istringstream lines(stack);
+      for (std::string line; std::getline(lines, line);) out << "    " << line << "\n";
+    }
+  }
+  return out.str();
+}
+
 // True iff some mount lies at or below dir (from /proc/self/mountinfo; does
 // not touch the file systems themselves, so a hung mount cannot block it).
 bool HasMountUnder(const std::string& dir) {
@@ -319,8 +340,13 @@ Status TestCluster::StopMount(MountPoint* m) {
   if (m->proc->Running()) {
     auto st = m->proc->Wait(kStopGrace);
     if (!st.ok()) {
+      const std::string waits = ThreadWaits(m->proc->pid());
       m->proc->Terminate(milliseconds(2000));
-      if (result.ok()) result = Status::Errno(ETIMEDOUT, "sfs-mount did not exit on unmount");
+      if (result.ok()) {
+        result = Status::Errno(ETIMEDOUT, "sfs-mount did not exit on unmount; its threads:\n" +
+                                              waits + "  log " + m->proc->log_path() + ":\n" +
+                                              TailFile(m->proc->log_path(), kTailLines));
+      }
     }
   }
   return result;
