@@ -24,14 +24,17 @@ cleanup() {
 }
 trap cleanup EXIT
 die() { echo "latency sitting: $*" >&2; exit 1; }
+# The network namespace only: `ip netns exec` would also copy every mount of the moment into
+# a mount namespace of its own, where a FUSE mount of then would outlive its unmount.
+IN_SRV=(nsenter --net="/run/netns/$SRV") IN_CLI=(nsenter --net="/run/netns/$CLI")
 ip netns add "$SRV" && ip netns add "$CLI" || die "ip netns add"
 ip link add lt$TAG-s netns "$SRV" type veth peer name lt$TAG-c netns "$CLI" || die "veth"
-for ns in "$SRV" "$CLI"; do ip netns exec "$ns" ip link set lo up; done
-ip netns exec "$SRV" ip addr add "$SRV_IP/24" dev lt$TAG-s; ip netns exec "$SRV" ip link set lt$TAG-s up
-ip netns exec "$CLI" ip addr add "$CLI_IP/24" dev lt$TAG-c; ip netns exec "$CLI" ip link set lt$TAG-c up
+for ns in "$SRV" "$CLI"; do nsenter --net="/run/netns/$ns" ip link set lo up; done
+"${IN_SRV[@]}" ip addr add "$SRV_IP/24" dev lt$TAG-s; "${IN_SRV[@]}" ip link set lt$TAG-s up
+"${IN_CLI[@]}" ip addr add "$CLI_IP/24" dev lt$TAG-c; "${IN_CLI[@]}" ip link set lt$TAG-c up
 start() {  # name argv...: a daemon in the server namespace, up once it prints LISTENING
   local name=$1; shift
-  ip netns exec "$SRV" "$@" >"$DIR/$name.out" 2>"$DIR/$name.log" &
+  "${IN_SRV[@]}" "$@" >"$DIR/$name.out" 2>"$DIR/$name.log" &
   for _ in $(seq 100); do grep -q LISTENING "$DIR/$name.out" && return 0; sleep 0.1; done
   die "$name did not start: $(tail -2 "$DIR/$name.log")"
 }
@@ -40,14 +43,14 @@ start mds "$B/mds/sfs-mds" --data "$DIR/mds" --listen "$SRV_IP:0"
 M=$(awk '/LISTENING/ {print $2}' "$DIR/mds.out")
 start oss0 "$B/oss/sfs-oss" --mds "$M" --ost "$DIR/ost0" --listen "$SRV_IP:0"
 start oss1 "$B/oss/sfs-oss" --mds "$M" --ost "$DIR/ost1" --listen "$SRV_IP:0"
-cli() { ip netns exec "$CLI" "$@"; }
+cli() { "${IN_CLI[@]}" "$@"; }
 cli "$BENCH" train --mds "$M" -o /t -n "$N" --prepare --epochs 1 >/dev/null 2>&1 || die "prepare"
 NFQ_PIDS=()
 delay_on() {  # D ms each way
   [ "$1" = 0 ] && return 0
   for q in 0 1; do
     rm -f "$DIR/nfq$q.out"
-    cli "$NFQ" --queue $q --delay-ms "$1" --seed $q >"$DIR/nfq$q.out" 2>"$DIR/nfq$q.log" &
+    "${IN_CLI[@]}" "$NFQ" --queue $q --delay-ms "$1" --seed $q >"$DIR/nfq$q.out" 2>"$DIR/nfq$q.log" &
     NFQ_PIDS+=($!)
     for _ in $(seq 100); do grep -q READY "$DIR/nfq$q.out" 2>/dev/null && break; sleep 0.05; done
     grep -q READY "$DIR/nfq$q.out" || die "sfs-nfq-delay: $(cat "$DIR/nfq$q.log")"

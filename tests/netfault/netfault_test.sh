@@ -33,6 +33,7 @@ skip() { echo "netfault_test: SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces)"
 command -v ip > /dev/null || skip "no ip (iproute2)"
 command -v nft > /dev/null || skip "no nft (apt-get install nftables)"
+command -v nsenter > /dev/null || skip "no nsenter (util-linux)"
 
 TAG=$$
 SRV=sfs-nf-s$TAG CLI=sfs-nf-c$TAG
@@ -59,19 +60,28 @@ at_most() {  # secs bound what
 }
 SKIPPED=""
 
+# Commands run in a network namespace only. Not `ip netns exec`: that also
+# makes a new mount namespace holding a copy of every mount of the moment, so
+# the FUSE mount of a test running beside this one (meson runs two at once;
+# this host's mounts are private, not shared) would outlive its unmount in
+# the copy, for as long as the daemons here run, and its sfs-mount would not
+# see the unmount.
+# A command, not a function: `"${IN_CLI[@]}" prog &` leaves $! the program's
+# pid (nsenter execs it), which delay_off signals for its counts.
+IN_SRV=(nsenter --net="/run/netns/$SRV") IN_CLI=(nsenter --net="/run/netns/$CLI")
 ip netns add "$SRV" 2> /dev/null || skip "cannot create a network namespace"
 ip netns add "$CLI" || fail "ip netns add"
 ip link add nf$TAG-s netns "$SRV" type veth peer name nf$TAG-c netns "$CLI" || fail "veth"
-for ns in "$SRV" "$CLI"; do ip netns exec "$ns" ip link set lo up; done
-ip netns exec "$SRV" ip addr add "$SRV_IP/24" dev nf$TAG-s
-ip netns exec "$SRV" ip link set nf$TAG-s up
-ip netns exec "$CLI" ip addr add "$CLI_IP/24" dev nf$TAG-c
-ip netns exec "$CLI" ip link set nf$TAG-c up
+for ns in "$SRV" "$CLI"; do nsenter --net="/run/netns/$ns" ip link set lo up; done
+"${IN_SRV[@]}" ip addr add "$SRV_IP/24" dev nf$TAG-s
+"${IN_SRV[@]}" ip link set nf$TAG-s up
+"${IN_CLI[@]}" ip addr add "$CLI_IP/24" dev nf$TAG-c
+"${IN_CLI[@]}" ip link set nf$TAG-c up
 
 # Starts a daemon in the server namespace; waits for its LISTENING line.
 start() {  # name argv...
   local name=$1; shift
-  ip netns exec "$SRV" "$@" > "$DIR/$name.out" 2> "$DIR/$name.log" &
+  "${IN_SRV[@]}" "$@" > "$DIR/$name.out" 2> "$DIR/$name.log" &
   PIDS+=($!)
   for _ in $(seq 100); do
     grep -q LISTENING "$DIR/$name.out" && return 0
@@ -86,11 +96,11 @@ start oss "$OSS_BIN" --mds "$MDS_ADDR" --ost "$DIR/ost0" --ost "$DIR/ost1" --lis
 
 # Random loss of pct % of the client's packets, both ways (0 = none, 100 = a cut).
 loss() {
-  ip netns exec "$CLI" nft delete table inet sfsloss 2> /dev/null
+  "${IN_CLI[@]}" nft delete table inet sfsloss 2> /dev/null
   [ "$1" = 0 ] && return 0
   local match="numgen random mod 100 < $1"
   [ "$1" = 100 ] && match=""
-  ip netns exec "$CLI" nft -f - << NFT || fail "nft"
+  "${IN_CLI[@]}" nft -f - << NFT || fail "nft"
 table inet sfsloss {
   chain in { type filter hook input priority 0; $match counter drop; }
   chain out { type filter hook output priority 0; $match counter drop; }
@@ -99,14 +109,14 @@ NFT
 }
 # Packets the loss rules dropped so far.
 dropped() {
-  ip netns exec "$CLI" nft list table inet sfsloss | grep -o 'packets [0-9]*' |
+  "${IN_CLI[@]}" nft list table inet sfsloss | grep -o 'packets [0-9]*' |
     awk '{s += $2} END {print s + 0}'
 }
 # 4 tasks, one shared file, 47008-byte blocks, fsync, verify after the write
 # and on read (each task reads its neighbour's blocks); the file is kept (-k)
 # for the closing fsck.
 bench() {  # name segments iterations
-  ip netns exec "$CLI" timeout 120 "$BENCH_BIN" ior -a SFS --mds "$MDS_ADDR" -np 4 \
+  "${IN_CLI[@]}" timeout 120 "$BENCH_BIN" ior -a SFS --mds "$MDS_ADDR" -np 4 \
     -b 47008 -t 47008 -s "$2" -i "$3" -w -W -r -R -C -e -k -o "/$1" > "$DIR/$1.log" 2>&1 &&
     ! grep -q "VERIFY FAILED" "$DIR/$1.log"
 }
@@ -123,7 +133,7 @@ delay_on() {  # sfs-nfq-delay flags (the same both ways)
   local q
   for q in 0 1; do
     rm -f "$DIR/nfq$q.out"  # the last phase's READY must not count
-    ip netns exec "$CLI" "$NFQ_BIN" --queue $q --seed $((TAG + q)) "$@" \
+    "${IN_CLI[@]}" "$NFQ_BIN" --queue $q --seed $((TAG + q)) "$@" \
       > "$DIR/nfq$q.out" 2> "$DIR/nfq$q.log" &
     NFQ_PIDS+=($!)
     for _ in $(seq 100); do
@@ -132,9 +142,9 @@ delay_on() {  # sfs-nfq-delay flags (the same both ways)
     done
     grep -q READY "$DIR/nfq$q.out" 2> /dev/null || fail "sfs-nfq-delay --queue $q did not start (5 s): $(cat "$DIR/nfq$q.log")"
   done
-  ip netns exec "$CLI" iptables -A OUTPUT -o nf$TAG-c -p tcp -j NFQUEUE --queue-num 0 \
+  "${IN_CLI[@]}" iptables -A OUTPUT -o nf$TAG-c -p tcp -j NFQUEUE --queue-num 0 \
     --queue-bypass || fail "iptables NFQUEUE (output)"
-  ip netns exec "$CLI" iptables -A INPUT -i nf$TAG-c -p tcp -j NFQUEUE --queue-num 1 \
+  "${IN_CLI[@]}" iptables -A INPUT -i nf$TAG-c -p tcp -j NFQUEUE --queue-num 1 \
     --queue-bypass || fail "iptables NFQUEUE (input)"
 }
 # Removes the rules, stops the delayers; their two count lines go to
@@ -142,8 +152,8 @@ delay_on() {  # sfs-nfq-delay flags (the same both ways)
 delay_off() {
   local alive=1 p
   for p in "${NFQ_PIDS[@]}"; do kill -0 "$p" 2> /dev/null || alive=0; done
-  ip netns exec "$CLI" iptables -F OUTPUT
-  ip netns exec "$CLI" iptables -F INPUT
+  "${IN_CLI[@]}" iptables -F OUTPUT
+  "${IN_CLI[@]}" iptables -F INPUT
   kill "${NFQ_PIDS[@]}" 2> /dev/null
   wait "${NFQ_PIDS[@]}" 2> /dev/null
   NFQ_PIDS=()
