@@ -18,6 +18,7 @@ TAG=$$; SRV=sfs-lat-s$TAG CLI=sfs-lat-c$TAG
 SRV_IP=10.232.$((TAG % 250)).1 CLI_IP=10.232.$((TAG % 250)).2
 DIR=$(mktemp -d /tmp/sfs-latency.XXXXXX)
 cleanup() {
+  umount "$DIR/mnt" 2>/dev/null
   for ns in "$CLI" "$SRV"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null; done
   wait 2>/dev/null
   ip netns del "$SRV" 2>/dev/null; ip netns del "$CLI" 2>/dev/null; rm -rf "$DIR"
@@ -64,8 +65,66 @@ delay_off() {
   NFQ_PIDS=()
 }
 half=$(( N * 105 * 1024 / 2 / 1024 / 1024 ))M
+# Through sfs-mount (MOUNT=1, the default): the mount runs in the client's namespace, the
+# readers are K Python processes reading whole files in a seeded shuffled order (worker w
+# takes entries w, w+K, ...), on a new mount each time (nothing kept from an earlier one),
+# every cache dropped; mode hint: -o cache_ram=1G and `sfs prefetch --list ORDER` once the
+# readers' clock runs (its hand-over is in the epoch's time). Two epochs per mount, the
+# second in a new order (and hint).
+READER=$DIR/reader.py
+cat > "$READER" <<'PY'
+import multiprocessing as mp, subprocess, sys, time
+order = [l.rstrip("\n") for l in open(sys.argv[1]) if l.strip()]
+k = int(sys.argv[2])
+def work(w):
+    n = 0
+    for p in order[w::k]:
+        with open(p, "rb", buffering=0) as f:
+            while True:
+                b = f.read(1 << 20)
+                if not b:
+                    break
+                n += len(b)
+    return n
+if __name__ == "__main__":
+    with mp.Pool(k) as pool:
+        pool.map(abs, range(k))  # the workers are up before the clock starts
+        t = time.time()
+        if len(sys.argv) > 3:  # the hint, handed over inside the epoch's time
+            subprocess.run(sys.argv[3:], check=True, stdout=subprocess.DEVNULL)
+        total = sum(pool.map(work, range(k)))
+        print("%.3f %d" % (time.time() - t, total))
+PY
+MNT=$DIR/mnt; mkdir -p "$MNT"
+mount_epochs() {  # delay round mode
+  umount "$MNT" 2>/dev/null
+  local opts=allow_other; [ "$3" = hint ] && opts+=,cache_ram=1G
+  "${IN_CLI[@]}" "$B/client/fuse/sfs-mount" "$M" "$MNT" -o "$opts" >>"$DIR/mount.log" 2>&1 ||
+    die "sfs-mount: $(tail -2 "$DIR/mount.log")"
+  for _ in $(seq 100); do mountpoint -q "$MNT" && break; sleep 0.1; done
+  find "$MNT/t" -type f | sort >"$DIR/files.txt"
+  umount "$MNT"  # the listing's leases and opens end with that mount
+  "${IN_CLI[@]}" "$B/client/fuse/sfs-mount" "$M" "$MNT" -o "$opts" >>"$DIR/mount.log" 2>&1
+  for _ in $(seq 100); do mountpoint -q "$MNT" && break; sleep 0.1; done
+  local e secs=()
+  for e in 1 2; do
+    python3 -c "import random,sys; l=open(sys.argv[1]).read().split(); random.Random(int(sys.argv[2])).shuffle(l); print('\n'.join(l))" \
+      "$DIR/files.txt" "$2$e" >"$DIR/order.txt"
+    [ "$e" = 1 ] && [ "$3" = hint ] && "$B/tools/sfs" cache drop "$MNT" >/dev/null
+    sync; echo 3 >/proc/sys/vm/drop_caches
+    local hint=(); [ "$3" = hint ] && hint=("$B/tools/sfs" prefetch --list "$DIR/order.txt")
+    secs+=("$(python3 "$READER" "$DIR/order.txt" 4 "${hint[@]}" | cut -d' ' -f1)")
+  done
+  umount "$MNT"
+  echo "{\"delay_ms\": $1, \"mount\": \"$3\", \"round\": $2, \"load\": \"$(cut -d' ' -f1 /proc/loadavg)\", \"epoch_seconds\": [${secs[0]}, ${secs[1]}]}" | tee -a "$OUT/latency.jsonl"
+}
 for d in $DELAYS; do
   delay_on "$d"
+  if [ "${MOUNT:-1}" = 1 ]; then
+    for round in $(seq "$ROUNDS"); do
+      for mode in nocache hint; do mount_epochs "$d" "$round" "$mode"; done
+    done
+  fi
   for round in $(seq "$ROUNDS"); do
     for mode in nocache lru-full hint-full hint-half; do
       case $mode in
