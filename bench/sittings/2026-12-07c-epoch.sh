@@ -13,28 +13,7 @@ set -uo pipefail
 R=$(cd "$(dirname "$0")/../.." && pwd); OUT=${OUT:-/tmp/sfs-sitting}; mkdir -p $OUT
 NEW=${NEW:-$R/build}; OLD=${OLD:?OLD build dir}; ROUNDS=${ROUNDS:-3}; N=${N:-4000}; K=${K:-4}
 cd $R
-READER=$OUT/epoch_reader.py
-cat > $READER <<'PY'
-import multiprocessing as mp, sys, time
-order = [l.rstrip("\n") for l in open(sys.argv[1]) if l.strip()]
-k = int(sys.argv[2])
-def work(w):
-    n = 0
-    for p in order[w::k]:
-        with open(p, "rb", buffering=0) as f:
-            while True:
-                b = f.read(1 << 20)
-                if not b:
-                    break
-                n += len(b)
-    return n
-if __name__ == "__main__":
-    with mp.Pool(k) as pool:
-        pool.map(abs, range(k))  # the workers are up before the clock starts
-        t = time.time()
-        total = sum(pool.map(work, range(k)))
-        print("%.3f %d" % (time.time() - t, total))
-PY
+READER=$R/bench/epoch_reader.py
 up() {  # up BUILD: a fresh 2-OSS cluster at /tmp/sep
   scripts/cluster.sh down --dir /tmp/sep >/dev/null 2>&1; rm -rf /tmp/sep
   M=$(scripts/cluster.sh up --oss 2 --dir /tmp/sep --build $1 2>/dev/null | tail -1)

@@ -71,30 +71,7 @@ half=$(( N * 105 * 1024 / 2 / 1024 / 1024 ))M
 # every cache dropped; mode hint: -o cache_ram=1G and `sfs prefetch --list ORDER` once the
 # readers' clock runs (its hand-over is in the epoch's time). Two epochs per mount, the
 # second in a new order (and hint).
-READER=$DIR/reader.py
-cat > "$READER" <<'PY'
-import multiprocessing as mp, subprocess, sys, time
-order = [l.rstrip("\n") for l in open(sys.argv[1]) if l.strip()]
-k = int(sys.argv[2])
-def work(w):
-    n = 0
-    for p in order[w::k]:
-        with open(p, "rb", buffering=0) as f:
-            while True:
-                b = f.read(1 << 20)
-                if not b:
-                    break
-                n += len(b)
-    return n
-if __name__ == "__main__":
-    with mp.Pool(k) as pool:
-        pool.map(abs, range(k))  # the workers are up before the clock starts
-        t = time.time()
-        if len(sys.argv) > 3:  # the hint, handed over inside the epoch's time
-            subprocess.run(sys.argv[3:], check=True, stdout=subprocess.DEVNULL)
-        total = sum(pool.map(work, range(k)))
-        print("%.3f %d" % (time.time() - t, total))
-PY
+READER=$R/bench/epoch_reader.py
 MNT=$DIR/mnt; mkdir -p "$MNT"
 mount_epochs() {  # delay round mode
   umount "$MNT" 2>/dev/null
