@@ -10,11 +10,17 @@ order reached the cache: its hint is its share of the epoch, and with the
 prefetch waited for every read is a hit. Between epochs another client
 rewrites some files; the workers' directory caches (DIR/worker-N, reused by
 the same worker id next epoch) must not serve one stale sample.
+
+MountDataset reads through two real sfs-mounts (SFS_MOUNT_BIN): one with a
+client cache, which the EpochSampler's whole-epoch hint fills for all
+workers, and one without, through which another node rewrites files.
 """
 import os
 import random
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import zlib
 
@@ -23,7 +29,7 @@ import binding_test as bt  # noqa: E402  (its Cluster and result bookkeeping)
 import stripefs  # noqa: E402
 import torch  # noqa: E402  (required: a missing torch is a failure)
 from torch.utils.data import DataLoader, RandomSampler  # noqa: E402
-from stripefs.torch import EpochSampler, FileDataset  # noqa: E402
+from stripefs.torch import EpochSampler, FileDataset, MountDataset  # noqa: E402
 
 NUM_OSS = 2
 FILES = 48
@@ -149,6 +155,121 @@ class DataLoaderTest(unittest.TestCase):
             self.assertEqual(st["hint_length"], 0, st)
             self.assertEqual(st["hits"], 0, st)
             self.assertEqual(st["misses"], FILES // WORKERS, st)
+
+
+class Mount:
+    """A real sfs-mount of the cluster, in the foreground, at CLUSTER.root/name."""
+
+    def __init__(self, name, options=None):
+        self.path = os.path.join(CLUSTER.root, name)
+        os.makedirs(self.path)
+        argv = [os.environ["SFS_MOUNT_BIN"], CLUSTER.address, self.path, "-f"]
+        if options:
+            argv += ["-o", options]
+        with open(os.path.join(CLUSTER.root, "logs", name + ".log"), "ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + bt.START_TIMEOUT
+        while not os.path.ismount(self.path):  # polls the condition, with a deadline
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                raise RuntimeError("%s not mounted (exit %r); log in %s"
+                                   % (self.path, self.proc.poll(), CLUSTER.root))
+            time.sleep(0.02)
+
+    def counters(self):
+        text = os.getxattr(self.path, "user.sfs.cache.status").decode()
+        return {k.strip(): v.strip() for k, v in
+                (line.split(":", 1) for line in text.splitlines() if ":" in line)}
+
+    def stop(self):
+        subprocess.run(["fusermount3", "-u", self.path], check=False)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+
+class ReportingMountDataset(MountDataset):
+    """Item i -> (i, crc32 of its bytes, worker id, None)."""
+
+    def __getitem__(self, index):
+        data = super().__getitem__(index)
+        info = torch.utils.data.get_worker_info()
+        return (index, zlib.crc32(data), info.id if info else -1, None)
+
+
+class MountDataLoaderTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cached = Mount("mnt-cache", "cache_ram=16M")
+        try:
+            cls.plain = Mount("mnt-plain")
+        except Exception:
+            cls.cached.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.plain.stop()
+        cls.cached.stop()
+
+    def wait_prefetch(self, length):
+        deadline = time.monotonic() + 30
+        while True:  # each getxattr waits inside the mount up to 1 s for the hint
+            c = {k: int(v) for k, v in self.cached.counters().items() if v.isdigit()}
+            if c["hint_length"] == length and c["hint_done"] == length:
+                return c
+            self.assertLess(time.monotonic(), deadline, "prefetch not done in 30 s: %r" % c)
+            os.getxattr(self.cached.path, "user.sfs.prefetch.wait")
+
+    def test_the_mount_cache_serves_every_worker_the_hinted_epoch_and_no_stale_sample(self):
+        paths, crcs = write_files("/mnt-train", 3)
+        ds = ReportingMountDataset(self.cached.path, paths)
+        sampler = EpochSampler(ds, seed=13, batch_size=BATCH, num_workers=WORKERS)
+        loader = DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=WORKERS,
+                            collate_fn=as_list)
+        rng = random.Random(7)
+        orders = []
+        for epoch in range(3):
+            if epoch > 0:  # another node rewrites 1/8 of the files through its mount
+                for i in rng.sample(range(FILES), FILES // 8):
+                    blob = rng.randbytes(rng.randrange(4 << 10, 64 << 10))
+                    with open(self.plain.path + paths[i], "wb") as f:
+                        f.write(blob)
+                    crcs[i] = zlib.crc32(blob)
+            sampler.set_epoch(epoch)  # the whole order, once, to the mount's one cache
+            self.assertIs(ds.hint_sent, True)
+            before = self.wait_prefetch(FILES)
+            samples, _ = run_epoch(loader)
+            after = {k: int(v) for k, v in self.cached.counters().items() if v.isdigit()}
+            order = [i for i, _ in samples]
+            orders.append(order)
+            self.assertEqual(sorted(order), list(range(FILES)), "epoch %d" % epoch)
+            self.assertEqual([i for i, crc in samples if crc != crcs[i]], [],
+                             "epoch %d: stale or wrong samples" % epoch)
+            # Both workers' reads that reached the mount were served by the
+            # prefetch (the kernel's page cache may answer some itself).
+            self.assertEqual(after["misses"] - before["misses"], 0, "epoch %d" % epoch)
+            if epoch == 0:  # nothing in the kernel's cache yet: every file came from it
+                self.assertGreaterEqual(after["hits"] - before["hits"], FILES)
+        self.assertEqual(len(set(map(tuple, orders))), 3, "a new permutation every epoch")
+
+        # The same dataset through the mount without a cache: no hint is sent
+        # (none can be), every sample still read right.
+        plain = ReportingMountDataset(self.plain.path, paths)
+        plain_sampler = EpochSampler(plain, seed=13, batch_size=BATCH, num_workers=WORKERS)
+        plain_sampler.set_epoch(0)
+        self.assertIs(plain.hint_sent, False)
+        samples, _ = run_epoch(DataLoader(plain, batch_size=BATCH, sampler=plain_sampler,
+                                          num_workers=WORKERS, collate_fn=as_list))
+        self.assertEqual(sorted(i for i, _ in samples), list(range(FILES)))
+        self.assertEqual([i for i, crc in samples if crc != crcs[i]], [])
+
+    def test_paths_must_be_inside_the_file_system(self):
+        with self.assertRaises(ValueError):
+            MountDataset(self.cached.path, ["relative/name"])
 
 
 if __name__ == "__main__":

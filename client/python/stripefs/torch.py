@@ -26,7 +26,12 @@ Each worker process prefetches its own share: the DataLoader hands batches to
 its workers in turn, so worker w reads batches w, w + K, w + 2K, ...
 (persistent_workers=False, the default, forks the workers after set_epoch).
 With cache_dir= each worker gets its own directory below it, DIR/worker-N.
+
+MountDataset reads the same files through an sfs-mount instead: all workers
+of the node share the mount's one cache, and the EpochSampler hints the
+whole order to it once per epoch.
 """
+import errno
 import os
 import random
 
@@ -127,6 +132,100 @@ class FileDataset(_Base):
         state["_pid"] = None
         state["_hinted_pid"] = None
         return state
+
+
+# The order hint through a mount (client/fuse/cache_ctl.h, as `sfs prefetch`
+# sends it): one path per line, in xattr values under XATTR_SIZE_MAX, the
+# first replacing the mount's hint and the rest appended to it.
+_HINT_CHUNK = 60000
+
+
+def _send_mount_hint(mountpoint, paths):
+    """Hands paths (inside the file system) to the mount's cache as its order
+    hint. True if sent; False if mountpoint is not an sfs-mount with a cache
+    (probed first, so that no other file system is given a stray xattr)."""
+    try:
+        os.getxattr(mountpoint, "user.sfs.cache.status")
+    except OSError as e:
+        if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENODATA):
+            return False  # sfs-mount without -o cache_ram/cache_dir, or not StripeFS
+        raise
+    chunks, chunk = [], []
+    size = 0
+    for p in paths:
+        if "\n" in p or "\t" in p:
+            raise ValueError("a hinted path cannot hold a newline or tab: %r" % p)
+        line = os.fsencode(p) + b"\n"
+        if chunk and size + len(line) > _HINT_CHUNK:
+            chunks.append(b"".join(chunk))
+            chunk, size = [], 0
+        chunk.append(line)
+        size += len(line)
+    chunks.append(b"".join(chunk))
+    for n, value in enumerate(chunks):
+        name = "user.sfs.prefetch" + (".append" if n else "")
+        os.setxattr(mountpoint, name, value)
+    return True
+
+
+class MountDataset(_Base):
+    """A map-style Dataset over files of a StripeFS mount (sfs-mount), read
+    with the kernel's open and readinto.
+
+        ds = MountDataset("/mnt/sfs", paths)          # paths as FileDataset's
+        sampler = EpochSampler(ds, seed=7)
+        loader = DataLoader(ds, batch_size=32, sampler=sampler, num_workers=8)
+
+    paths name files inside the file system ("/train/s000001"), as for
+    FileDataset, so the two swap by one argument. Every DataLoader worker reads
+    through the node's one sfs-mount, so all of them, in every epoch, share its
+    client cache (-o cache_ram=,cache_dir=; docs/cache.md): one copy of a
+    sample per node, where FileDataset keeps a cache per worker process. An
+    EpochSampler's set_epoch hands the whole epoch's order to that cache at
+    once, from the process that calls it (the mount's look-ahead follows the
+    closes of all workers). On a mount without a cache (or another file
+    system) no hint is sent and reads go to the servers; hint_sent tells which.
+    """
+
+    def __init__(self, mountpoint, paths, transform=None):
+        self.mountpoint = os.fspath(mountpoint).rstrip("/") or "/"
+        self.paths = [os.fspath(p) for p in paths]
+        for p in self.paths:
+            if not p.startswith("/"):
+                raise ValueError("MountDataset paths are inside the file system, "
+                                 "from its root: %r" % p)
+        base = "" if self.mountpoint == "/" else self.mountpoint
+        self._local = [base + p for p in self.paths]
+        self.transform = transform
+        self.hint_sent = None  # after set_order: True, or False on a mount without a cache
+
+    def set_order(self, order, batch_size=1, num_workers=0):
+        """The indices this epoch will read, in order: hinted to the mount now."""
+        del batch_size, num_workers  # one cache for all workers: the whole order
+        self.hint_sent = _send_mount_hint(self.mountpoint, [self.paths[i] for i in order])
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, index):
+        fd = os.open(self._local[index], os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            buf = bytearray(size)
+            view = memoryview(buf)
+            got = 0
+            while got < size:
+                n = os.readv(fd, [view[got:]])
+                if n == 0:
+                    break
+                got += n
+        finally:
+            os.close(fd)
+        if self.transform is not None:
+            return self.transform(view[:got])
+        view.release()
+        del buf[got:]
+        return buf
 
 
 class EpochSampler(_SamplerBase):
