@@ -48,6 +48,7 @@ struct RawArgs {
   char* cache_dir = nullptr;
   char* cache_size = nullptr;
   char* cache_ram = nullptr;
+  char* cache_read_ahead = nullptr;
   // Tenants (docs/security.md), malloc'd by fuse_opt.
   char* tenant = nullptr;
   char* keyfile = nullptr;
@@ -88,6 +89,7 @@ const fuse_opt kSpecs[] = {
     SFS_OPT("cache_dir=%s", cache_dir, 0),
     SFS_OPT("cache_size=%s", cache_size, 0),
     SFS_OPT("cache_ram=%s", cache_ram, 0),
+    SFS_OPT("cache_read_ahead=%s", cache_read_ahead, 0),
     SFS_OPT("tenant=%s", tenant, 0),
     SFS_OPT("keyfile=%s", keyfile, 0),
     SFS_OPT("prefetch_threads=%u", prefetch_threads, 0),
@@ -162,6 +164,8 @@ Status FinishCache(const RawArgs& raw, MountArgs& out) {
   }
   SFS_RETURN_IF_ERROR(ParseCacheSize("cache_size", raw.cache_size, &out.client.cache_size));
   SFS_RETURN_IF_ERROR(ParseCacheSize("cache_ram", raw.cache_ram, &out.client.cache_ram));
+  SFS_RETURN_IF_ERROR(
+      ParseCacheSize("cache_read_ahead", raw.cache_read_ahead, &out.client.cache_read_ahead));
   if (raw.cache_dir != nullptr) {
     if (raw.cache_dir[0] != '/') {
       return Status(EINVAL, std::string("cache_dir must be an absolute path, got '") +
@@ -361,6 +365,9 @@ std::string MountUsage() {
          "  -o cache_size=SIZE      bound of cache_dir (K/M/G; default 1G)\n"
          "  -o cache_ram=SIZE       RAM for the cache: the most recent blocks of cache_dir,\n"
          "                          or a RAM-only cache without cache_dir\n"
+         "  -o cache_read_ahead=SIZE  a handle read front to back through the cache has\n"
+         "                          its next stripe row (at least 4M) fetched ahead, up to\n"
+         "                          SIZE and an eighth of the cache (default 64M; 0 = off)\n"
          "  -o tenant=NAME,keyfile=FILE  mount as tenant NAME (docs/security.md): proves the\n"
          "                          key in FILE (mode 0600) to the MDS and shows only the\n"
          "                          tenant's fileset, as /\n"

@@ -4,9 +4,9 @@
 // file_entry_timeout=,
 // rpc_timeout_ms=, connect_timeout_ms=, max_threads=, max_idle_threads=,
 // read_ahead_kb=, write_behind_kb=, write_behind_threads=, close_delay_ms=, metrics_listen=,
-// cache_dir=, cache_size=, cache_ram=, prefetch_threads=, prefetch_depth=, tenant=, keyfile=,
-// splice_write, noleases, nowireflags) are taken out; every other -o option (allow_other, ro,
-// max_read=, debug, ...) is handed to libfuse, after the defaults we add
+// cache_dir=, cache_size=, cache_ram=, cache_read_ahead=, prefetch_threads=, prefetch_depth=,
+// tenant=, keyfile=, splice_write, noleases, nowireflags) are taken out; every other -o option
+// (allow_other, ro, max_read=, debug, ...) is handed to libfuse, after the defaults we add
 // (default_permissions, fsname=HOST:PORT, subtype=sfs: the mount shows as
 // `HOST:PORT on DIR type fuse.sfs`, the source as written in /etc/fstab, so
 // that `mount -a` recognises it as mounted), so a user's

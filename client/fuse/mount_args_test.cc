@@ -67,6 +67,23 @@ TEST(MountArgsTest, TenantAndKeyfileGoToTheLibraryTogether) {
   EXPECT_TRUE(a->client.tenant.empty()) << "no tenant: the default tenant, no handshake";
 }
 
+TEST(MountArgsTest, CacheReadAheadIsASizeForTheLibraryAndJunkIsRefused) {
+  Result<MountArgs> a = Parse({"-o", "cache_ram=1G", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->client.cache_read_ahead, uint64_t{64} << 20) << "the library's default";
+  a = Parse({"-o", "cache_ram=1G,cache_read_ahead=16M", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->client.cache_read_ahead, uint64_t{16} << 20);
+  EXPECT_EQ(Joined(a->fuse_argv).find("read_ahead"), std::string::npos) << "not for libfuse";
+  a = Parse({"-o", "cache_read_ahead=0", "h:1", "/m"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->client.cache_read_ahead, 0u);
+  a = Parse({"-o", "cache_read_ahead=lots", "h:1", "/m"});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), EINVAL);
+  EXPECT_NE(a.status().message().find("cache_read_ahead"), std::string::npos);
+}
+
 TEST(MountArgsTest, LeasesAreOnByDefaultAndNoleasesTurnsThemOffForMountAndLibrary) {
   Result<MountArgs> a = Parse({"h:1", "/m"});
   ASSERT_TRUE(a.ok()) << a.status().ToString();

@@ -32,7 +32,8 @@ std::vector<std::pair<const char*, uint64_t CacheStats::*>> Fields() {
           {"prefetch_files", &CacheStats::prefetch_files},
           {"prefetch_skipped", &CacheStats::prefetch_skipped},
           {"hint_length", &CacheStats::hint_length},
-          {"hint_done", &CacheStats::hint_done}};
+          {"hint_done", &CacheStats::hint_done},
+          {"read_ahead_bytes", &CacheStats::read_ahead_bytes}};
 }
 
 }  // namespace

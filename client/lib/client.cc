@@ -56,6 +56,11 @@ constexpr auto kPingPeriod = std::chrono::milliseconds(5000);
 constexpr size_t kMaxQueuedCloses = 4 * MdsClient::kMaxCarriedCloses;
 // A prefetch handle's release waits at most this long for a request to carry it.
 constexpr std::chrono::milliseconds kPrefetchCloseDelay{10};
+// Sequential read-ahead (read_ahead.h): fills run on a few threads, a
+// bounded queue of them (a full queue drops one), windows of at least 4 MiB.
+constexpr int kReadAheadThreads = 4;
+constexpr size_t kReadAheadQueue = 64;
+constexpr uint64_t kMinReadAheadWindow = uint64_t{4} << 20;
 constexpr uint64_t kMaxFileSize = static_cast<uint64_t>(LLONG_MAX);
 
 int64_t NowNs() {
@@ -114,6 +119,13 @@ class Client::Impl {
   std::unique_ptr<HintResolver> resolver;  // iff cache: the hint's paths -> attributes
   // Reset first by ~Client: its workers call into everything else.
   std::unique_ptr<Prefetcher> prefetcher;  // iff cache
+  // Sequential read-ahead into the cache (read_ahead.h); iff cache and
+  // opts.cache_read_ahead > 0. Reset with the prefetcher.
+  std::unique_ptr<ReadAhead> read_ahead;
+  uint64_t read_ahead_max = 0;  // opts.cache_read_ahead, at most an eighth of the cache
+  // After a read of [off, off + n) of f through the cache: queues the
+  // read-ahead that reader's pattern asks for (PlanReadAhead).
+  void MaybeReadAhead(File& f, uint64_t size, uint64_t off, uint64_t n);
 
   // A prefetcher worker's fetch of hint entry pos.
   Prefetcher::Outcome PrefetchOne(Client& self, const Cred& c, const PrefetchItem& it,
@@ -422,6 +434,7 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Client::~Client() {
   if (impl_) impl_->prefetcher.reset();  // its workers call into everything else
+  if (impl_) impl_->read_ahead.reset();  // so do these
   // One attempt per MDS call from here on: an unmount must not wait out the
   // recovery timeout of an MDS that is gone (the keepalive's re-opens, the
   // final closes).
@@ -566,8 +579,37 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
         [raw, self](const Cred& c, const PrefetchItem& it, uint64_t pos) {
           return raw->PrefetchOne(*self, c, it, pos);
         });
+    raw->read_ahead_max = std::min(opts.cache_read_ahead, raw->cache->Stats().capacity / 8);
+    if (raw->read_ahead_max >= kMinReadAheadWindow) {  // else off: too small a cache
+      raw->read_ahead = std::make_unique<ReadAhead>(
+          kReadAheadThreads, kReadAheadQueue,
+          [raw](const std::shared_ptr<File>& f, uint64_t size, uint64_t off, uint64_t end) {
+            if (!f->cacheable_.load(std::memory_order_relaxed)) return;  // a writer came
+            Status st = CacheFill(*raw->cache, *raw->striper, *f, size, off, end);
+            if (!st.ok()) LOG_DEBUG("read-ahead of inode " << f->ino_ << ": " << st.ToString());
+          });
+    }
   }
   return client;
+}
+
+void Client::Impl::MaybeReadAhead(File& f, uint64_t size, uint64_t off, uint64_t n) {
+  // One stripe row, all of its stripes fetched in parallel: at least 4 MiB.
+  const LayoutSpec& l = f.layout_;
+  const uint64_t per_row = l.ec_data > 0 ? l.ec_data : std::max<uint32_t>(1, l.Stripes());
+  const uint64_t window =
+      std::min(read_ahead_max, std::max(l.stripe_size * per_row, kMinReadAheadWindow));
+  std::pair<uint64_t, uint64_t> r;
+  {
+    std::lock_guard<std::mutex> lock(f.mu_);
+    r = PlanReadAhead(f.ra_, off, n, size, window);
+  }
+  if (r.first >= r.second) return;
+  for (std::shared_ptr<File>& h : OpenFiles(f.ino_)) {
+    if (h.get() != &f) continue;
+    read_ahead->Submit(std::move(h), size, r.first, r.second);
+    return;
+  }
 }
 
 uint64_t Client::client_id() const { return impl_->mds->client_id(); }
@@ -815,6 +857,7 @@ Result<size_t> Client::Read(File& f, uint64_t off, std::span<uint8_t> buf) {
   size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
   if (impl_->cache && f.cacheable_.load(std::memory_order_relaxed)) {
     SFS_RETURN_IF_ERROR(CachedRead(*impl_->cache, *impl_->striper, f, size, off, buf.first(n)));
+    if (impl_->read_ahead) impl_->MaybeReadAhead(f, size, off, n);
     return n;
   }
   SFS_RETURN_IF_ERROR(impl_->striper->Read(f.layout_, off, buf.first(n)));
@@ -1356,6 +1399,7 @@ Result<CacheStats> Client::CacheStatus() {
   auto [len, done] = impl_->prefetcher->Progress();
   s.hint_length = len;
   s.hint_done = done;
+  if (impl_->read_ahead) s.read_ahead_bytes = impl_->read_ahead->submitted_bytes();
   return s;
 }
 

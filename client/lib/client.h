@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "client/lib/read_ahead.h"
 #include "common/status.h"
 
 namespace sfs::client {
@@ -90,6 +91,11 @@ struct Options {
   // prefetch_depth entries ahead of the reader.
   int prefetch_threads = 16;
   uint32_t prefetch_depth = 256;
+  // Sequential read-ahead (read_ahead.h): a handle reading through the cache
+  // front to back has the next window of its file fetched ahead, one stripe
+  // row (stripe_size x stripe_count, at least 4 MiB) and at most this many
+  // bytes, nor more than an eighth of the cache (off below 4 MiB). 0 = off.
+  uint64_t cache_read_ahead = 64 << 20;
   // Tenants (issue 17; docs/security.md): with tenant set, Connect proves
   // to the MDS that it holds the key in keyfile (written by `sfs tenant
   // create --key-out`; refused if group or others may read it) and the
@@ -304,6 +310,7 @@ struct CacheStats {
   uint64_t prefetch_skipped = 0;            // hint entries skipped (missing, not a file, denied, open for write)
   uint64_t hint_length = 0;                 // entries of the current order hint
   uint64_t hint_done = 0;                   // of those, fetched or skipped so far
+  uint64_t read_ahead_bytes = 0;            // asked for by sequential read-ahead
   std::string dir;                          // the directory tier ("" = RAM only)
 };
 
@@ -352,6 +359,7 @@ class File {
   uint64_t data_version_ = 0;
   std::atomic<bool> cacheable_{false};
   bool prefetch_ = false;      // opened by the prefetcher (its close uses no hint)
+  ReadAheadState ra_;          // GUARDED_BY(mu_): sequential read-ahead (read_ahead.h)
   // The open cache (Options::open_cache): a read-only open that came with a
   // lease, which its close may keep (open_cache.h). Set at open, then const;
   // lease_until_ stays the clock's epoch for every other open.

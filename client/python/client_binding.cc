@@ -118,6 +118,7 @@ std::shared_ptr<Client> Client::Connect(const ConnectArgs& a) {
   o.cache_dir = a.cache_dir;
   o.cache_size = a.cache_size;
   o.cache_ram = a.cache_ram;
+  o.cache_read_ahead = a.cache_read_ahead;
   if (a.prefetch_threads < 1 || a.prefetch_threads > 256) {
     throw py::value_error("prefetch_threads must be 1..256");
   }
@@ -213,6 +214,7 @@ py::dict Client::CacheStatus() {
   d["prefetch_skipped"] = s.prefetch_skipped;
   d["hint_length"] = s.hint_length;
   d["hint_done"] = s.hint_done;
+  d["read_ahead_bytes"] = s.read_ahead_bytes;
   d["dir"] = s.dir.empty() ? py::object(py::none()) : py::object(py::str(s.dir));
   return d;
 }

@@ -167,12 +167,13 @@ void InitModule(py::module_& m) {
          uint64_t write_behind, std::optional<uint32_t> uid, std::optional<uint32_t> gid,
          const py::object& cache_dir, const py::object& cache_size, const py::object& cache_ram,
          int prefetch_threads, uint32_t prefetch_depth, const std::string& tenant,
-         const py::object& keyfile, double close_delay) {
+         const py::object& keyfile, double close_delay, const py::object& cache_read_ahead) {
         ConnectArgs a{address, rpc_timeout, connect_timeout, recovery_timeout, io_threads,
                       transport, write_behind, close_delay, uid, gid};
         if (!cache_dir.is_none()) a.cache_dir = PathArg(cache_dir);
         a.cache_size = SizeArg(cache_size, "cache_size");
         a.cache_ram = SizeArg(cache_ram, "cache_ram");
+        a.cache_read_ahead = SizeArg(cache_read_ahead, "cache_read_ahead");
         a.prefetch_threads = prefetch_threads;
         a.prefetch_depth = prefetch_depth;
         a.tenant = tenant;
@@ -186,9 +187,11 @@ void InitModule(py::module_& m) {
       py::arg("cache_dir") = py::none(), py::arg("cache_size") = 0, py::arg("cache_ram") = 0,
       py::arg("prefetch_threads") = 16, py::arg("prefetch_depth") = 256,
       py::arg("tenant") = "", py::arg("keyfile") = py::none(), py::arg("close_delay") = 0.01,
+      py::arg("cache_read_ahead") = 64 << 20,
       "Connects to the MDS at 'host:port'. Timeouts in seconds; write_behind in bytes (0 = "
       "writes are acknowledged by the OSSes before write() returns). cache_ram / cache_dir "
-      "(+ cache_size, bytes or '4G') turn on the client cache (docs/cache.md). tenant + "
+      "(+ cache_size, bytes or '4G') turn on the client cache (docs/cache.md); "
+      "cache_read_ahead (bytes or '64M', 0 = off) bounds its sequential read-ahead. tenant + "
       "keyfile: connect as that tenant, seeing only its fileset (docs/security.md). "
       "close_delay (seconds, 0.01 as sfs-mount): the close of a file that wrote nothing is "
       "sent with a later request instead of as its own round trip (0 = at once).");

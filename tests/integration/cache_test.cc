@@ -13,10 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "client/lib/cache_text.h"
@@ -298,6 +301,73 @@ TEST_F(CacheTest, TheCacheNeverGrowsPastItsSize) {
   EXPECT_EQ(s.capacity, 2u << 20);
   EXPECT_LE(s.bytes, s.capacity);
   EXPECT_GT(s.evictions, 0u);
+}
+
+// Sequential read-ahead (client/lib/read_ahead.h), through libsfs as the
+// Python binding reads: a handle read front to back has the next window
+// (here 4 MiB: a 2 x 1 MiB stripe row is less) fetched into the cache
+// before it gets there, every byte fetched once; random reads ask for none.
+TEST_F(CacheTest, ASequentialReaderFindsTheNextWindowFetchedAheadAndRandomReadsAskNone) {
+  constexpr uint64_t kMiB = 1 << 20;
+  client::Options opts;
+  opts.mds_address = cluster().mds_address();
+  opts.cache_ram = 64 * kMiB;  // read-ahead at most 8 MiB (an eighth)
+  auto reader = client::Client::Connect(opts);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  client::LayoutSpec l;
+  l.stripe_size = kMiB;
+  l.stripe_count = 2;
+  const std::string data = Random(24 * kMiB, 7), other = Random(24 * kMiB, 8);
+  for (const auto& [name, bytes] : {std::pair{"seq", &data}, std::pair{"rand", &other}}) {
+    client::Attr a;
+    auto f = client_->Create(kRoot, client::kRootIno, name, S_IFREG | 0644,
+                             O_WRONLY | O_CREAT | O_TRUNC, &a, &l);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_TRUE(
+        client_->Write(**f, 0, {reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()})
+            .ok());
+    ASSERT_TRUE(client_->Close(*f).ok());
+  }
+  client::Client& c = **reader;
+  auto f = c.OpenPath(kRoot, "/seq", O_RDONLY, nullptr);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const double before = OssReadBytes();
+  std::string got(data.size(), '\0');
+  auto read = [&](client::Client& cl, client::File& file, uint64_t off) {
+    auto n = cl.Read(file, off, {reinterpret_cast<uint8_t*>(got.data()) + off, kMiB});
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_EQ(*n, kMiB);
+  };
+  read(c, **f, 0);
+  EXPECT_EQ(c.CacheStatus()->read_ahead_bytes, 4 * kMiB);  // [1, 5) MiB, asked at once
+  // The fill runs in the background: polled, with a deadline.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (c.CacheStatus()->blocks < 5) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "read-ahead not in the cache";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const uint64_t hits = c.CacheStatus()->hits;
+  read(c, **f, kMiB);
+  EXPECT_EQ(c.CacheStatus()->hits, hits + 1) << "the next MiB was not read ahead";
+  for (uint64_t off = 2 * kMiB; off < data.size(); off += kMiB) read(c, **f, off);
+  EXPECT_TRUE(SameBytes(got, data));
+  client::CacheStats s = *c.CacheStatus();
+  EXPECT_EQ(s.read_ahead_bytes, data.size() - kMiB);  // all but the first MiB, asked ahead
+  EXPECT_GE(s.hits, 5u);
+  EXPECT_LE(OssReadBytes() - before, static_cast<double>(data.size()))
+      << "a block was fetched twice";
+  ASSERT_TRUE(c.Close(*f).ok());
+
+  auto g = c.OpenPath(kRoot, "/rand", O_RDONLY, nullptr);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  for (uint64_t mib : {10, 3, 17, 0, 12}) read(c, **g, mib * kMiB);
+  EXPECT_EQ(c.CacheStatus()->read_ahead_bytes, s.read_ahead_bytes) << "random reads read ahead";
+  for (uint64_t mib : {10, 3, 17, 0, 12}) {
+    EXPECT_TRUE(SameBytes(std::string_view(got).substr(mib * kMiB, kMiB),
+                          std::string_view(other).substr(mib * kMiB, kMiB)))
+        << mib;
+  }
+  ASSERT_TRUE(c.Close(*g).ok());
 }
 
 }  // namespace
