@@ -94,6 +94,16 @@ def write_files(prefix, seed):
     return paths, crcs
 
 
+def rewrite_some(rng, paths, crcs, open_for_writing):
+    """Rewrites 1/8 of the files with new random bytes (open_for_writing(path)
+    gives a file object), and their crcs."""
+    for i in rng.sample(range(FILES), FILES // 8):
+        blob = rng.randbytes(rng.randrange(4 << 10, 64 << 10))
+        with open_for_writing(paths[i]) as f:
+            f.write(blob)
+        crcs[i] = zlib.crc32(blob)
+
+
 def run_epoch(loader):
     """Every sample of one epoch; per worker, the last cache status it sent."""
     samples, last = [], {}
@@ -117,11 +127,7 @@ class DataLoaderTest(unittest.TestCase):
         orders = []
         for epoch in range(3):
             if epoch > 0:  # another client rewrites 1/8 of the files between epochs
-                for i in rng.sample(range(FILES), FILES // 8):
-                    blob = rng.randbytes(rng.randrange(4 << 10, 64 << 10))
-                    with FS.open(paths[i], "wb") as f:
-                        f.write(blob)
-                    crcs[i] = zlib.crc32(blob)
+                rewrite_some(rng, paths, crcs, lambda p: FS.open(p, "wb"))
             sampler.set_epoch(epoch)
             samples, last = run_epoch(loader)
             order = [i for i, _ in samples]
@@ -234,11 +240,7 @@ class MountDataLoaderTest(unittest.TestCase):
         orders = []
         for epoch in range(3):
             if epoch > 0:  # another node rewrites 1/8 of the files through its mount
-                for i in rng.sample(range(FILES), FILES // 8):
-                    blob = rng.randbytes(rng.randrange(4 << 10, 64 << 10))
-                    with open(self.plain.path + paths[i], "wb") as f:
-                        f.write(blob)
-                    crcs[i] = zlib.crc32(blob)
+                rewrite_some(rng, paths, crcs, lambda p: open(self.plain.path + p, "wb"))
             sampler.set_epoch(epoch)  # the whole order, once, to the mount's one cache
             self.assertIs(ds.hint_sent, True)
             before = self.wait_prefetch(FILES)
