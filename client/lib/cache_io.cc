@@ -64,6 +64,7 @@ Status Gather(DataCache& cache, Striper& striper, const File& f, uint64_t size, 
   for (uint64_t i = first; i <= last; ++i) {
     if ((*blocks)[i - first].data || mine[i - first]) continue;
     Block b = DataCache::Wait(claims[i - first]);
+    if (b.data && count) cache.CountJoined(b.len);
     if (!b.data) {  // the other fetch failed: try once more here, uncached
       const uint32_t len = LenOf(size, i);
       std::shared_ptr<uint8_t> own(new uint8_t[len], std::default_delete<uint8_t[]>());

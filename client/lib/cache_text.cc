@@ -18,6 +18,7 @@ std::vector<std::pair<const char*, uint64_t CacheStats::*>> Fields() {
           {"misses", &CacheStats::misses},
           {"hit_bytes", &CacheStats::hit_bytes},
           {"miss_bytes", &CacheStats::miss_bytes},
+          {"joined_bytes", &CacheStats::joined_bytes},
           {"bytes", &CacheStats::bytes},
           {"capacity", &CacheStats::capacity},
           {"ram_bytes", &CacheStats::ram_bytes},

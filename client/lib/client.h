@@ -297,6 +297,10 @@ struct LockSpec {
 struct CacheStats {
   uint64_t hits = 0, misses = 0;            // blocks asked for by readers
   uint64_t hit_bytes = 0, miss_bytes = 0;
+  // Of miss_bytes: blocks a reader waited for while a prefetch or read-ahead
+  // was fetching them, so not fetched again (OSS bytes = miss_bytes -
+  // joined_bytes + prefetched_bytes).
+  uint64_t joined_bytes = 0;
   uint64_t bytes = 0, capacity = 0;         // held in the cache tier, and its bound
   uint64_t ram_bytes = 0, ram_capacity = 0; // the RAM tier (the cache tier without a dir)
   uint64_t ram_carved = 0;                  // the RAM tier's arena: bytes carved (touched at most)

@@ -423,6 +423,11 @@ CacheStats DataCache::Stats() {
   return s;
 }
 
+void DataCache::CountJoined(uint32_t len) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.joined_bytes += len;
+}
+
 void DataCache::CountPrefetch(bool fetched) {
   std::lock_guard<std::mutex> lock(mu_);
   ++(fetched ? stats_.prefetch_files : stats_.prefetch_skipped);

@@ -113,6 +113,8 @@ class DataCache {
   void Drop();
   CacheStats Stats();
   void CountPrefetch(bool fetched);
+  // A reader's missed block that it got from a fetch already in flight.
+  void CountJoined(uint32_t len);
 
  private:
   struct Entry {

@@ -354,6 +354,11 @@ TEST_F(CacheTest, ASequentialReaderFindsTheNextWindowFetchedAheadAndRandomReadsA
   client::CacheStats s = *c.CacheStatus();
   EXPECT_EQ(s.read_ahead_bytes, data.size() - kMiB);  // all but the first MiB, asked ahead
   EXPECT_GE(s.hits, 5u);
+  // Each block came from the OSSes once: fetched by the reader itself or by
+  // a read-ahead (which a reader that got there first waited for: joined).
+  EXPECT_EQ(s.miss_bytes - s.joined_bytes + s.prefetched_bytes, data.size())
+      << "misses " << s.miss_bytes << " joined " << s.joined_bytes << " read ahead "
+      << s.prefetched_bytes;
   EXPECT_LE(OssReadBytes() - before, static_cast<double>(data.size()))
       << "a block was fetched twice";
   ASSERT_TRUE(c.Close(*f).ok());
