@@ -182,5 +182,45 @@ TEST(BenchSmoke, TrainPreparesReadsEveryEpochAndReportsThem) {
   EXPECT_EQ(RunBench({"train", "-o", d / "ds", "--hint"}, d.path()).exit_code, 2);
 }
 
+// The shards mode: tar-style shards read front to back in --read-size reads,
+// every byte of each read's first and last words checked.
+TEST(BenchSmoke, TrainShardsReadsEveryShardWholeEachEpochAndCatchesWrongBytes) {
+  TempDir d;
+  BenchRun r = RunBench({"train", "-o", d / "sh", "--shards", "5", "--shard-size", "3M",
+                         "--read-size", "256K", "--workers", "2", "--epochs", "2", "--prepare",
+                         "--json"},
+                        d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"shards\": 5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"dataset_bytes\": 15728640"), std::string::npos) << r.out;
+  size_t whole = 0;  // every epoch read every byte of every shard
+  for (size_t at = 0; (at = r.out.find("\"bytes\": 15728640,", at)) != std::string::npos; ++at) {
+    ++whole;
+  }
+  EXPECT_EQ(whole, 2u) << r.out;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(std::filesystem::file_size(d / ("sh/shard-000" + std::to_string(i))), 3u << 20);
+  }
+  {  // a wrong word at a read's start, and a shard cut short
+    std::fstream f(d / "sh/shard-0002", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1 << 20);
+    f.write("XXXXXXXX", 8);
+  }
+  BenchRun bad = RunBench({"train", "-o", d / "sh", "--shards", "5", "--shard-size", "3M",
+                           "--read-size", "256K", "--epochs", "1"},
+                          d.path());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("shard-0002: wrong bytes at 1048576"), std::string::npos) << bad.err;
+  std::filesystem::resize_file(d / "sh/shard-0002", 1 << 20);
+  bad = RunBench({"train", "-o", d / "sh", "--shards", "5", "--shard-size", "3M", "--epochs", "1"},
+                 d.path());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("shard-0002: wrong size"), std::string::npos) << bad.err;
+  // A read size of 0 is a usage error.
+  EXPECT_EQ(RunBench({"train", "-o", d / "sh", "--shards", "5", "--read-size", "0"}, d.path())
+                .exit_code,
+            2);
+}
+
 }  // namespace
 }  // namespace sfs::bench_test

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -27,7 +28,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: sfs-bench train -o DIR [-n FILES (default 2000)] [--workers K (default 4)]\n"
     "                       [--epochs E (default 3)] [--seed S] [--prepare] [--json]\n"
-    "                       [--drop-caches]\n"
+    "                       [--drop-caches] [--shards S [--shard-size SIZE] [--read-size SIZE]]\n"
     "                       [--mds HOST:PORT [--cache-ram SIZE] [--hint] [--transport T]\n"
     "                        [--prefetch-threads N] [--prefetch-depth N]]\n"
     "Reads DIR/s000000.. (written first with --prepare: 4-256 KiB each, mean about\n"
@@ -37,7 +38,11 @@ constexpr const char* kUsage =
     "epoch's order first (its hand-over is part of the epoch's time). Without --mds\n"
     "DIR is any directory (ext4, a mount), read with pread. --drop-caches writes 3 to\n"
     "/proc/sys/vm/drop_caches before each epoch (root; this machine's page cache:\n"
-    "clients' and servers' on one host; it disturbs everything else running).\n";
+    "clients' and servers' on one host; it disturbs everything else running).\n"
+    "--shards S reads S tar-style shards DIR/shard-0000.. instead (--shard-size each,\n"
+    "default 128M; records of 4-256 KiB back to back) in a new seeded shard order\n"
+    "every epoch, shard k of it by thread k mod K, each front to back in --read-size\n"
+    "reads (default 1M); --hint hands the cache the epoch's shard order.\n";
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -49,6 +54,8 @@ struct Args {
   uint64_t seed = 1, cache_ram = 0;
   int prefetch_threads = 0, prefetch_depth = 0;  // 0 = client::Options' defaults
   bool hint = false, prepare = false, json = false, drop_caches = false;
+  int shards = 0;  // > 0: the shards mode
+  uint64_t shard_size = uint64_t{128} << 20, read_size = uint64_t{1} << 20;
 };
 
 bool Parse(int argc, char** argv, Args* a) {
@@ -69,11 +76,17 @@ bool Parse(int argc, char** argv, Args* a) {
     else if (f == "--transport") a->transport = v;
     else if (f == "--prefetch-threads") a->prefetch_threads = std::atoi(v);
     else if (f == "--prefetch-depth") a->prefetch_depth = std::atoi(v);
-    else if (f == "--cache-ram") {
+    else if (f == "--shards") a->shards = std::atoi(v);
+    else if (f == "--cache-ram" || f == "--shard-size" || f == "--read-size") {
       Result<uint64_t> n = client::ParseSize(v);
       if (!n.ok()) return false;
-      a->cache_ram = *n;
+      (f == "--cache-ram" ? a->cache_ram : f == "--shard-size" ? a->shard_size : a->read_size) = *n;
     } else return false;
+  }
+  if (a->shards < 0 ||
+      (a->shards > 0 && (a->shard_size < 8 || a->shard_size >= (uint64_t{1} << 40) ||
+                         a->read_size == 0 || a->read_size > (256 << 20)))) {
+    return false;
   }
   if (a->hint && a->cache_ram == 0) return false;
   if (a->prefetch_threads < 0 || a->prefetch_depth < 0) return false;
@@ -94,27 +107,65 @@ std::string NameOf(int i) {
   return b;
 }
 
-// The storage the loader reads: whole files by index.
+std::string ShardName(int i) {
+  char b[16];
+  std::snprintf(b, sizeof b, "shard-%04d", i);
+  return b;
+}
+
+// Shard s's 8-byte word at offset o (a multiple of 8): checked on read.
+uint64_t ShardWord(int s, uint64_t o) { return (static_cast<uint64_t>(s) << 40) | o; }
+
+// The records (samples) of shard s: sizes as the files' (SizeOf), back to
+// back, the last one cut at the shard's end.
+uint64_t ShardSamples(uint64_t seed, int s, uint64_t shard_size) {
+  uint64_t n = 0;
+  for (uint64_t at = 0; at < shard_size; ++n) {
+    at += SizeOf(seed + static_cast<uint64_t>(s), static_cast<int>(n));
+  }
+  return n;
+}
+
+// The first and last whole words of a read [off, off + data.size()) of shard s.
+Status CheckShard(int s, uint64_t off, std::span<const uint8_t> data) {
+  const uint64_t first = (off + 7) / 8 * 8, end = off + data.size();
+  for (uint64_t o : {first, end >= 8 ? (end - 8) / 8 * 8 : first}) {
+    if (o < first || o + 8 > end) continue;
+    uint64_t v;
+    std::memcpy(&v, data.data() + (o - off), 8);
+    if (v != ShardWord(s, o)) {
+      return Status(EIO, ShardName(s) + ": wrong bytes at " + std::to_string(o) + " (--prepare?)");
+    }
+  }
+  return Status();
+}
+
+// The storage the loader reads: whole files, or shards front to back.
 class Store {
  public:
+  using ChunkFn = std::function<Status(uint64_t off, std::span<const uint8_t> data)>;
   virtual ~Store() = default;
-  virtual Status Write(int i, std::span<const uint8_t> data) = 0;
-  virtual Result<size_t> ReadWhole(int i, std::vector<uint8_t>* buf) = 0;
+  virtual Status Write(const std::string& name, std::span<const uint8_t> data) = 0;
+  virtual Result<size_t> ReadWhole(const std::string& name, std::vector<uint8_t>* buf) = 0;
+  // Reads name front to back in reads of buf's size, each timed into lat (ms)
+  // and handed to each; the bytes read.
+  virtual Result<uint64_t> ReadSequential(const std::string& name, std::span<uint8_t> buf,
+                                          std::vector<double>* lat, const ChunkFn& each) = 0;
 };
 
 class PosixStore final : public Store {
  public:
   explicit PosixStore(std::string dir) : dir_(std::move(dir)) { ::mkdir(dir_.c_str(), 0755); }
-  Status Write(int i, std::span<const uint8_t> data) override {
-    std::string p = dir_ + "/" + NameOf(i);
+  Status Write(const std::string& name, std::span<const uint8_t> data) override {
+    std::string p = dir_ + "/" + name;
     int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return Status(errno, p);
     ssize_t n = ::pwrite(fd, data.data(), data.size(), 0);
     ::close(fd);
     return n == static_cast<ssize_t>(data.size()) ? Status() : Status(EIO, p + ": short write");
   }
-  Result<size_t> ReadWhole(int i, std::vector<uint8_t>* buf) override {
-    std::string p = dir_ + "/" + NameOf(i);
+  Result<size_t> ReadWhole(const std::string& name, std::vector<uint8_t>* buf) override {
+    std::string p = dir_ + "/" + name;
     int fd = ::open(p.c_str(), O_RDONLY);
     if (fd < 0) return Status(errno, p);
     struct stat st;
@@ -124,6 +175,26 @@ class PosixStore final : public Store {
     ::close(fd);
     if (n < 0) return Status(errno, p);
     return static_cast<size_t>(n);
+  }
+  Result<uint64_t> ReadSequential(const std::string& name, std::span<uint8_t> buf,
+                                  std::vector<double>* lat, const ChunkFn& each) override {
+    std::string p = dir_ + "/" + name;
+    int fd = ::open(p.c_str(), O_RDONLY);
+    if (fd < 0) return Status(errno, p);
+    uint64_t off = 0;
+    Status st;
+    while (st.ok()) {
+      auto t1 = std::chrono::steady_clock::now();
+      ssize_t n = ::read(fd, buf.data(), buf.size());
+      lat->push_back(Since(t1) * 1e3);
+      if (n < 0) st = Status(errno, p);
+      if (n <= 0) break;
+      st = each(off, buf.first(static_cast<size_t>(n)));
+      off += static_cast<uint64_t>(n);
+    }
+    ::close(fd);
+    if (!st.ok()) return st;
+    return off;
   }
 
  private:
@@ -158,28 +229,49 @@ class SfsStore final : public Store {
   const client::Cred& cred() const { return cred_; }
   const std::string& dir() const { return dir_; }
 
-  Status Write(int i, std::span<const uint8_t> data) override {
+  Status Write(const std::string& name, std::span<const uint8_t> data) override {
     client::Attr attr;
-    SFS_ASSIGN_OR_RETURN(std::shared_ptr<client::File> f,
-                         c_->Create(cred_, dir_ino_, NameOf(i), 0644, O_WRONLY | O_CREAT | O_TRUNC,
-                                    &attr));
+    SFS_ASSIGN_OR_RETURN(
+        std::shared_ptr<client::File> f,
+        c_->Create(cred_, dir_ino_, name, 0644, O_WRONLY | O_CREAT | O_TRUNC, &attr));
     Result<size_t> w = c_->Write(*f, 0, data);
     Status closed = c_->Close(f);
     if (!w.ok()) return w.status();
     return closed;
   }
-  Result<size_t> ReadWhole(int i, std::vector<uint8_t>* buf) override {
+  Result<size_t> ReadWhole(const std::string& name, std::vector<uint8_t>* buf) override {
     // An open by path: one MDS round trip, as a loader's open(2) through the
     // mount (names under leases) and the Python binding cost.
     client::Attr attr;
     SFS_ASSIGN_OR_RETURN(std::shared_ptr<client::File> f,
-                         c_->OpenPath(cred_, dir_ + "/" + NameOf(i), O_RDONLY, &attr));
+                         c_->OpenPath(cred_, dir_ + "/" + name, O_RDONLY, &attr));
     if (buf->size() < attr.size) buf->resize(attr.size);
     Result<size_t> n = c_->Read(*f, 0, std::span<uint8_t>(buf->data(), attr.size));
     Status closed = c_->Close(f);
     if (!n.ok()) return n.status();
     if (!closed.ok()) return closed;
     return *n;
+  }
+  Result<uint64_t> ReadSequential(const std::string& name, std::span<uint8_t> buf,
+                                  std::vector<double>* lat, const ChunkFn& each) override {
+    client::Attr attr;
+    SFS_ASSIGN_OR_RETURN(std::shared_ptr<client::File> f,
+                         c_->OpenPath(cred_, dir_ + "/" + name, O_RDONLY, &attr));
+    uint64_t off = 0;
+    Status st;
+    while (st.ok()) {
+      auto t1 = std::chrono::steady_clock::now();
+      Result<size_t> n = c_->Read(*f, off, buf);
+      lat->push_back(Since(t1) * 1e3);
+      if (!n.ok()) st = n.status();
+      if (!n.ok() || *n == 0) break;
+      st = each(off, buf.first(*n));
+      off += *n;
+    }
+    Status closed = c_->Close(f);
+    if (!st.ok()) return st;
+    if (!closed.ok()) return closed;
+    return off;
   }
 
  private:
@@ -243,25 +335,32 @@ int RunTrain(int argc, char** argv) {
     sfs = s->get();
     store = std::move(*s);
   }
-  uint64_t dataset = 0;
-  for (int i = 0; i < a.files; ++i) dataset += SizeOf(a.seed, i);
+  // What an epoch reads: the files, or the shards (a.shards > 0).
+  const bool sharded = a.shards > 0;
+  const int units = sharded ? a.shards : a.files;
+  auto name_of = [&](int i) { return sharded ? ShardName(i) : NameOf(i); };
+  uint64_t dataset = 0, samples = 0;
+  for (int i = 0; i < units; ++i) {
+    dataset += sharded ? a.shard_size : SizeOf(a.seed, i);
+    samples += sharded ? ShardSamples(a.seed, i, a.shard_size) : 1;
+  }
   if (a.prepare) {
     std::vector<uint8_t> buf;
-    for (int i = 0; i < a.files; ++i) {
-      buf.resize(SizeOf(a.seed, i));
+    for (int i = 0; i < units; ++i) {
+      buf.resize(sharded ? a.shard_size : SizeOf(a.seed, i));
       std::mt19937_64 r(a.seed ^ (static_cast<uint64_t>(i) << 20));
       for (size_t j = 0; j + 8 <= buf.size(); j += 8) {
-        uint64_t v = j == 0 ? static_cast<uint64_t>(i) : r();
+        uint64_t v = sharded ? ShardWord(i, j) : j == 0 ? static_cast<uint64_t>(i) : r();
         std::memcpy(buf.data() + j, &v, 8);
       }
-      Status st = store->Write(i, buf);
-      if (!st.ok()) return Fail("prepare " + NameOf(i), st);
+      Status st = store->Write(name_of(i), buf);
+      if (!st.ok()) return Fail("prepare " + name_of(i), st);
     }
   }
   std::vector<Epoch> epochs;
   for (int e = 0; e < a.epochs; ++e) {
-    std::vector<int> order(a.files);
-    for (int i = 0; i < a.files; ++i) order[i] = i;
+    std::vector<int> order(units);
+    for (int i = 0; i < units; ++i) order[i] = i;
     std::mt19937_64 rng(a.seed * 1000003 + static_cast<uint64_t>(e));
     std::shuffle(order.begin(), order.end(), rng);
     if (a.drop_caches) {
@@ -277,7 +376,7 @@ int RunTrain(int argc, char** argv) {
         // K threads together read it (worker w takes order[w], order[w+K]...).
         std::vector<client::PrefetchItem> items;
         items.reserve(order.size());
-        for (int i : order) items.push_back({sfs->dir() + "/" + NameOf(i), 0, UINT64_MAX});
+        for (int i : order) items.push_back({sfs->dir() + "/" + name_of(i), 0, UINT64_MAX});
         Status st = sfs->client().Prefetch(sfs->cred(), std::move(items));
         if (!st.ok()) return Fail("prefetch", st);
       }
@@ -289,10 +388,26 @@ int RunTrain(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (int w = 0; w < a.workers; ++w) {
       threads.emplace_back([&, w] {
-        std::vector<uint8_t> buf(256 << 10);
-        for (size_t k = w; k < order.size(); k += a.workers) {
+        std::vector<uint8_t> buf(sharded ? a.read_size : 256 << 10);
+        for (size_t k = w; sharded && k < order.size(); k += a.workers) {
+          const int sh = order[k];
+          Result<uint64_t> n = store->ReadSequential(
+              ShardName(sh), buf, &lat[w],
+              [sh](uint64_t off, std::span<const uint8_t> d) { return CheckShard(sh, off, d); });
+          Status st = !n.ok() ? n.status()
+                      : *n != a.shard_size
+                          ? Status(EIO, ShardName(sh) + ": wrong size (--prepare?)")
+                          : Status();
+          if (!st.ok()) {
+            std::lock_guard<std::mutex> l(err_mu);
+            if (err.ok()) err = st;
+            return;
+          }
+          bytes += *n;
+        }
+        for (size_t k = w; !sharded && k < order.size(); k += a.workers) {
           auto t1 = std::chrono::steady_clock::now();
-          Result<size_t> n = store->ReadWhole(order[k], &buf);
+          Result<size_t> n = store->ReadWhole(NameOf(order[k]), &buf);
           lat[w].push_back(Since(t1) * 1e3);
           uint64_t id = 0;
           if (n.ok() && *n >= 8) std::memcpy(&id, buf.data(), 8);
@@ -319,8 +434,10 @@ int RunTrain(int argc, char** argv) {
       client::CacheStats after = *sfs->client().CacheStatus();
       uint64_t hits = after.hits - before.hits, misses = after.misses - before.misses;
       ep.hit_rate = hits + misses ? static_cast<double>(hits) / (hits + misses) : 0;
-      // Fetched from OSSes: what readers missed plus what the prefetcher brought.
-      ep.oss_bytes = (after.miss_bytes - before.miss_bytes) +
+      // Fetched from OSSes: what readers missed and fetched themselves (not
+      // waited for from a prefetch in flight) plus what prefetch and read-ahead brought.
+      ep.oss_bytes = (after.miss_bytes - before.miss_bytes) -
+                     (after.joined_bytes - before.joined_bytes) +
                      (after.prefetched_bytes - before.prefetched_bytes);
     }
     std::vector<double> all;
@@ -333,26 +450,32 @@ int RunTrain(int argc, char** argv) {
   const char* mode = sfs == nullptr ? "posix" : a.cache_ram == 0 ? "no-cache"
                                                : a.hint ? "cache+hint" : "cache-lru";
   if (a.json) {
-    std::printf("{\"mode\": \"%s\", \"files\": %d, \"workers\": %d, \"dataset_bytes\": %llu, "
-                "\"cache_bytes\": %llu, \"epochs\": [",
-                mode, a.files, a.workers, static_cast<unsigned long long>(dataset),
+    std::printf("{\"mode\": \"%s\", \"files\": %d, \"shards\": %d, \"samples\": %llu, "
+                "\"workers\": %d, \"dataset_bytes\": %llu, \"cache_bytes\": %llu, \"epochs\": [",
+                mode, sharded ? 0 : a.files, a.shards, static_cast<unsigned long long>(samples),
+                a.workers, static_cast<unsigned long long>(dataset),
                 static_cast<unsigned long long>(a.cache_ram));
     for (size_t e = 0; e < epochs.size(); ++e) {
       const Epoch& ep = epochs[e];
-      std::printf("%s{\"seconds\": %.4f, \"samples_per_s\": %.1f, \"hit_rate\": %.4f, "
-                  "\"oss_bytes\": %llu, \"p50_ms\": %.3f, \"p99_ms\": %.3f}",
-                  e ? ", " : "", ep.seconds, a.files / ep.seconds, ep.hit_rate,
+      std::printf("%s{\"seconds\": %.4f, \"samples_per_s\": %.1f, \"mib_per_s\": %.1f, "
+                  "\"hit_rate\": %.4f, \"bytes\": %llu, \"oss_bytes\": %llu, \"p50_ms\": %.3f, "
+                  "\"p99_ms\": %.3f}",
+                  e ? ", " : "", ep.seconds, samples / ep.seconds,
+                  ep.bytes / 1048576.0 / ep.seconds, ep.hit_rate,
+                  static_cast<unsigned long long>(ep.bytes),
                   static_cast<unsigned long long>(ep.oss_bytes), ep.p50_ms, ep.p99_ms);
     }
     std::printf("]}\n");
   } else {
-    std::printf("train: %s, %d files (%.1f MiB), %d workers, cache %.1f MiB\n", mode, a.files,
-                dataset / 1048576.0, a.workers, a.cache_ram / 1048576.0);
+    std::printf("train: %s, %d %s (%.1f MiB, %llu samples), %d workers, cache %.1f MiB\n", mode,
+                units, sharded ? "shards" : "files", dataset / 1048576.0,
+                static_cast<unsigned long long>(samples), a.workers, a.cache_ram / 1048576.0);
     for (size_t e = 0; e < epochs.size(); ++e) {
       const Epoch& ep = epochs[e];
-      std::printf("  epoch %zu  %8.3f s  %9.1f samples/s  hit %5.1f%%  OSS %.2fx dataset  "
-                  "p50 %.3f ms  p99 %.3f ms\n",
-                  e + 1, ep.seconds, a.files / ep.seconds, 100 * ep.hit_rate,
+      std::printf("  epoch %zu  %8.3f s  %9.1f samples/s  %7.1f MiB/s  hit %5.1f%%  "
+                  "OSS %.2fx dataset  p50 %.3f ms  p99 %.3f ms\n",
+                  e + 1, ep.seconds, samples / ep.seconds, ep.bytes / 1048576.0 / ep.seconds,
+                  100 * ep.hit_rate,
                   static_cast<double>(ep.oss_bytes) / dataset, ep.p50_ms, ep.p99_ms);
     }
   }
