@@ -246,6 +246,7 @@ Result<MountArgs> ParseMountArgs(int argc, const char* const* argv) {
   std::free(raw.cache_dir);
   std::free(raw.cache_size);
   std::free(raw.cache_ram);
+  std::free(raw.cache_read_ahead);
   std::free(raw.tenant);
   std::free(raw.keyfile);
   if (st.ok()) {
