@@ -389,35 +389,33 @@ int RunTrain(int argc, char** argv) {
     for (int w = 0; w < a.workers; ++w) {
       threads.emplace_back([&, w] {
         std::vector<uint8_t> buf(sharded ? a.read_size : 256 << 10);
-        for (size_t k = w; sharded && k < order.size(); k += a.workers) {
-          const int sh = order[k];
-          Result<uint64_t> n = store->ReadSequential(
-              ShardName(sh), buf, &lat[w],
-              [sh](uint64_t off, std::span<const uint8_t> d) { return CheckShard(sh, off, d); });
-          Status st = !n.ok() ? n.status()
-                      : *n != a.shard_size
-                          ? Status(EIO, ShardName(sh) + ": wrong size (--prepare?)")
-                          : Status();
-          if (!st.ok()) {
-            std::lock_guard<std::mutex> l(err_mu);
-            if (err.ok()) err = st;
-            return;
+        // One unit (a shard, or a file): the bytes read, or what was wrong.
+        auto read_one = [&](int i) -> Result<uint64_t> {
+          if (sharded) {
+            Result<uint64_t> n = store->ReadSequential(
+                ShardName(i), buf, &lat[w],
+                [i](uint64_t off, std::span<const uint8_t> d) { return CheckShard(i, off, d); });
+            if (n.ok() && *n != a.shard_size) {
+              return Status(EIO, ShardName(i) + ": wrong size (--prepare?)");
+            }
+            return n;
           }
-          bytes += *n;
-        }
-        for (size_t k = w; !sharded && k < order.size(); k += a.workers) {
           auto t1 = std::chrono::steady_clock::now();
-          Result<size_t> n = store->ReadWhole(NameOf(order[k]), &buf);
+          Result<size_t> n = store->ReadWhole(NameOf(i), &buf);
           lat[w].push_back(Since(t1) * 1e3);
+          if (!n.ok()) return n.status();
           uint64_t id = 0;
-          if (n.ok() && *n >= 8) std::memcpy(&id, buf.data(), 8);
-          Status st = !n.ok() ? n.status()
-                      : (*n != SizeOf(a.seed, order[k]) || id != static_cast<uint64_t>(order[k]))
-                          ? Status(EIO, NameOf(order[k]) + ": wrong size or bytes (--prepare?)")
-                          : Status();
-          if (!st.ok()) {
+          if (*n >= 8) std::memcpy(&id, buf.data(), 8);
+          if (*n != SizeOf(a.seed, i) || id != static_cast<uint64_t>(i)) {
+            return Status(EIO, NameOf(i) + ": wrong size or bytes (--prepare?)");
+          }
+          return uint64_t{*n};
+        };
+        for (size_t k = w; k < order.size(); k += a.workers) {
+          Result<uint64_t> n = read_one(order[k]);
+          if (!n.ok()) {
             std::lock_guard<std::mutex> l(err_mu);
-            if (err.ok()) err = st;
+            if (err.ok()) err = n.status();
             return;
           }
           bytes += *n;
