@@ -111,7 +111,7 @@ struct ConnectArgs {
   // The client cache (docs/cache.md): off unless cache_ram or cache_dir.
   std::string cache_dir;
   uint64_t cache_size = 0, cache_ram = 0;
-  uint64_t cache_read_ahead = 64 << 20;
+  uint64_t cache_read_ahead = client::Options{}.cache_read_ahead;  // libsfs's default
   int prefetch_threads = 16;
   uint32_t prefetch_depth = 256;
   // A tenant's connection (docs/security.md); "" = the default tenant.

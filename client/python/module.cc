@@ -187,7 +187,7 @@ void InitModule(py::module_& m) {
       py::arg("cache_dir") = py::none(), py::arg("cache_size") = 0, py::arg("cache_ram") = 0,
       py::arg("prefetch_threads") = 16, py::arg("prefetch_depth") = 256,
       py::arg("tenant") = "", py::arg("keyfile") = py::none(), py::arg("close_delay") = 0.01,
-      py::arg("cache_read_ahead") = 64 << 20,
+      py::arg("cache_read_ahead") = client::Options{}.cache_read_ahead,
       "Connects to the MDS at 'host:port'. Timeouts in seconds; write_behind in bytes (0 = "
       "writes are acknowledged by the OSSes before write() returns). cache_ram / cache_dir "
       "(+ cache_size, bytes or '4G') turn on the client cache (docs/cache.md); "
