@@ -53,6 +53,24 @@ except ImportError:  # pragma: no cover - depends on the machine
         return None
 
 
+def _read_item(size, readinto, transform):
+    """An item of size bytes read into one buffer with readinto(view) -> n:
+    transform(memoryview) over what was read, or the bytearray of it."""
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = readinto(view[got:])
+        if n == 0:
+            break
+        got += n
+    if transform is not None:
+        return transform(view[:got])
+    view.release()
+    del buf[got:]
+    return buf
+
+
 class FileDataset(_Base):
     def __init__(self, address, paths, transform=None, **connect_options):
         self.address = address
@@ -111,20 +129,8 @@ class FileDataset(_Base):
         path = self.paths[index]
         fs = self._fs()
         with fs.open(path, "rb") as f:
-            size = f.size  # known from the open: no extra round trip
-            buf = bytearray(size)
-            view = memoryview(buf)
-            got = 0
-            while got < size:
-                n = f.readinto(view[got:])
-                if n == 0:
-                    break
-                got += n
-        if self.transform is not None:
-            return self.transform(view[:got])
-        view.release()
-        del buf[got:]
-        return buf
+            # The size is known from the open: no extra round trip.
+            return _read_item(f.size, f.readinto, self.transform)
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -210,22 +216,9 @@ class MountDataset(_Base):
     def __getitem__(self, index):
         fd = os.open(self._local[index], os.O_RDONLY | os.O_CLOEXEC)
         try:
-            size = os.fstat(fd).st_size
-            buf = bytearray(size)
-            view = memoryview(buf)
-            got = 0
-            while got < size:
-                n = os.readv(fd, [view[got:]])
-                if n == 0:
-                    break
-                got += n
+            return _read_item(os.fstat(fd).st_size, lambda v: os.readv(fd, [v]), self.transform)
         finally:
             os.close(fd)
-        if self.transform is not None:
-            return self.transform(view[:got])
-        view.release()
-        del buf[got:]
-        return buf
 
 
 class EpochSampler(_SamplerBase):
