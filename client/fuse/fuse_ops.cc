@@ -290,6 +290,14 @@ void FuseOps::OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
       if (a.lease_ms > 0) return ReplyEntry(req, a);  // else open for writing here: ask
     }
   }
+  if (opts_.leases && !dots) {
+    // A hinted file the prefetcher just opened by this name (an epoch of a
+    // dataset larger than statahead's leases cover).
+    if (std::optional<client::Attr> a = client_->HintedName(CredOf(req), parent, name)) {
+      if (statahead_ != nullptr) statahead_->Seen(parent, name, *a);
+      if (a->lease_ms > 0) return ReplyEntry(req, *a);  // else open for writing here: ask
+    }
+  }
   const auto sent = CompleteDirs::Clock::now();
   uint32_t absent_ms = 0;
   Result<client::Attr> a =

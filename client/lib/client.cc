@@ -116,6 +116,11 @@ class Client::Impl {
   // entry only misranks; what is fetched is always resolved afresh).
   std::mutex memo_mu;
   std::unordered_map<std::string, uint64_t> memo;  // GUARDED_BY(memo_mu)
+  // Held while a hint is handed to the cache, and while a listing tells the
+  // cache the positions of that hint's entries (HintResolver::UseFn); the
+  // count of hints given (appends not counted).
+  std::mutex hint_mu;
+  uint64_t hint_gen = 0;                   // GUARDED_BY(hint_mu)
   std::unique_ptr<HintResolver> resolver;  // iff cache: the hint's paths -> attributes
   // Reset first by ~Client: its workers call into everything else.
   std::unique_ptr<Prefetcher> prefetcher;  // iff cache
@@ -127,6 +132,15 @@ class Client::Impl {
   // read-ahead that reader's pattern asks for (PlanReadAhead).
   void MaybeReadAhead(File& f, uint64_t size, uint64_t off, uint64_t n);
 
+  // Whether the prefetcher's opens of files in directory parent (0: unknown)
+  // may answer lookups (HintedName): with the open cache (sfs-mount), by name.
+  bool NamesForLookups(uint64_t parent) const {
+    return parent != 0 && mds->open_cache_on() &&
+           !mds_lacks_open_path.load(std::memory_order_relaxed);
+  }
+  // The prefetcher's open of the hinted file ino at path, in directory parent (0: unknown).
+  Result<std::shared_ptr<File>> OpenHinted(Client& self, const Cred& c, const std::string& path,
+                                           uint64_t parent, uint64_t ino);
   // A prefetcher worker's fetch of hint entry pos.
   Prefetcher::Outcome PrefetchOne(Client& self, const Cred& c, const PrefetchItem& it,
                                   uint64_t pos);
@@ -573,7 +587,18 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
   auto client = std::unique_ptr<Client>(new Client(std::move(impl)));
   if (raw->cache) {
     Client* self = client.get();
-    raw->resolver = std::make_unique<HintResolver>(*self);
+    raw->resolver = std::make_unique<HintResolver>(
+        *self, [raw](const std::string& path, uint64_t ino, uint64_t pos, uint64_t gen) {
+          std::lock_guard<std::mutex> hint_lock(raw->hint_mu);
+          if (gen != raw->hint_gen) return;  // a new hint came since the listing began
+          {
+            std::lock_guard<std::mutex> lock(raw->memo_mu);
+            auto [m, inserted] = raw->memo.try_emplace(path, ino);
+            if (!inserted && m->second == ino) return;  // SetHint knew it
+            m->second = ino;
+          }
+          raw->cache->AddUse(ino, pos);
+        });
     raw->prefetcher = std::make_unique<Prefetcher>(
         opts.prefetch_threads, opts.prefetch_depth,
         [raw, self](const Cred& c, const PrefetchItem& it, uint64_t pos) {
@@ -691,6 +716,13 @@ Result<Attr> Client::Lookup(const Cred& c, uint64_t parent, std::string_view nam
   SFS_ASSIGN_OR_RETURN(Attr a, impl_->mds->Lookup(c, parent, name, absent_lease_ms));
   if (S_ISREG(a.mode)) impl_->WaitWrites(a.ino);
   return impl_->MergeLocal(std::move(a), false);
+}
+
+std::optional<Attr> Client::HintedName(const Cred& c, uint64_t parent, std::string_view name) {
+  if (!impl_->resolver || !impl_->mds->open_cache_on()) return std::nullopt;
+  std::optional<Attr> a = impl_->resolver->Named(c, parent, name, impl_->mds->lease_gen());
+  if (!a) return std::nullopt;
+  return WithLocal(std::move(*a));
 }
 
 Attr Client::WithLocal(Attr a) {
@@ -1320,7 +1352,8 @@ Prefetcher::Outcome Client::Impl::PrefetchOne(Client& self, const Cred& c,
     return Prefetcher::Outcome::kSkipped;
   };
   // One listing per hinted directory, not a lookup per file (hint_resolver.h).
-  Result<Attr> a = resolver->Resolve(c, it.path);
+  uint64_t parent = 0;
+  Result<Attr> a = resolver->Resolve(c, it.path, &parent);
   if (!a.ok() || !S_ISREG(a->mode)) return skip();
   {
     std::lock_guard<std::mutex> lock(memo_mu);
@@ -1341,12 +1374,25 @@ Prefetcher::Outcome Client::Impl::PrefetchOne(Client& self, const Cred& c,
   if (a->data_version != 0) {
     const uint64_t version = OpenedVersion(a->data_version, mds->boot_epoch());
     const uint64_t missing = MissingBytes(*cache, a->ino, version, a->size, it.offset, end);
-    if (missing == 0) return Prefetcher::Outcome::kDone;
+    if (missing == 0) {
+      // Through a mount the reader's lookup and open would still be two MDS
+      // round trips: one open by name here, ahead of it, answers both
+      // (HintedName, then the kept open). Elsewhere the reader opens anyway;
+      // a warm-up has no reader right behind it.
+      if (NamesForLookups(parent) && prefetcher->Bounded()) {
+        Result<std::shared_ptr<File>> f = OpenHinted(self, c, it.path, parent, a->ino);
+        if (f.ok()) {
+          (*f)->prefetch_ = true;
+          (void)self.Close(*f);
+        }
+      }
+      return Prefetcher::Outcome::kDone;
+    }
     // Decided before the open: a worker waiting for room re-asks at every
     // frontier move, and an open each time cost the MDS more than the fetch.
     if (!cache->WorthFetching(pos, missing)) return Prefetcher::Outcome::kNotYet;
   }
-  Result<std::shared_ptr<File>> f = self.Open(c, a->ino, O_RDONLY, nullptr);
+  Result<std::shared_ptr<File>> f = OpenHinted(self, c, it.path, parent, a->ino);
   if (!f.ok()) return skip();
   (*f)->prefetch_ = true;
   Prefetcher::Outcome out = Prefetcher::Outcome::kDone;
@@ -1364,9 +1410,33 @@ Prefetcher::Outcome Client::Impl::PrefetchOne(Client& self, const Cred& c,
   return out;
 }
 
+Result<std::shared_ptr<File>> Client::Impl::OpenHinted(Client& self, const Cred& c,
+                                                       const std::string& path, uint64_t parent,
+                                                       uint64_t ino) {
+  // By name where a LOOKUP may be answered from the open (HintResolver::
+  // NoteNamed): the reply then shows what the name points to now, under the
+  // file's lease. By inode otherwise (which may take a kept open over).
+  if (!NamesForLookups(parent)) return self.Open(c, ino, O_RDONLY, nullptr);
+  const std::string base = HintResolver::BaseOf(path);
+  Result<OpenResult> r = mds->OpenPath(c, parent, {base}, O_RDONLY);
+  if (!r.ok() && r.status().code() == EPROTO) {
+    mds_lacks_open_path = true;
+    return self.Open(c, ino, O_RDONLY, nullptr);
+  }
+  if (!r.ok()) return r.status();
+  if (S_ISREG(r->attr.mode) && r->attr.lease_ms > 0 && !r->write_opens) {
+    resolver->NoteNamed(
+        c, parent, base, r->attr, r->cache_gen,
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(r->attr.lease_ms));
+  }
+  return FinishOpen(c, O_RDONLY, std::move(*r), nullptr);
+}
+
 Status Client::Prefetch(const Cred& c, std::vector<PrefetchItem> items, uint64_t lookahead,
                         bool append) {
   if (!impl_->prefetcher) return Status(ENOTSUP, "the client cache is off (cache_ram/cache_dir)");
+  std::lock_guard<std::mutex> hint_lock(impl_->hint_mu);
+  if (!append) ++impl_->hint_gen;
   std::vector<uint64_t> groups(items.size(), 0);
   {
     std::lock_guard<std::mutex> lock(impl_->memo_mu);
@@ -1375,15 +1445,15 @@ Status Client::Prefetch(const Cred& c, std::vector<PrefetchItem> items, uint64_t
       if (m != impl_->memo.end()) groups[i] = m->second;
     }
   }
+  const uint64_t base = append ? impl_->prefetcher->Progress().first : 0;
   if (append) {
-    uint64_t base = impl_->prefetcher->Progress().first;
     for (size_t i = 0; i < groups.size(); ++i) {
       if (groups[i] != 0) impl_->cache->AddUse(groups[i], base + i);
     }
   } else {
     impl_->cache->SetHint(groups);
   }
-  impl_->resolver->Reset(items, append);
+  impl_->resolver->Reset(items, append, base, impl_->hint_gen);
   impl_->prefetcher->Start(c, std::move(items), lookahead, append);
   return Status::Ok();
 }
@@ -1400,6 +1470,7 @@ Result<CacheStats> Client::CacheStatus() {
   s.hint_length = len;
   s.hint_done = done;
   if (impl_->read_ahead) s.read_ahead_bytes = impl_->read_ahead->submitted_bytes();
+  s.hinted_lookups = impl_->resolver->named_hits();
   return s;
 }
 

@@ -315,6 +315,7 @@ struct CacheStats {
   uint64_t hint_length = 0;                 // entries of the current order hint
   uint64_t hint_done = 0;                   // of those, fetched or skipped so far
   uint64_t read_ahead_bytes = 0;            // asked for by sequential read-ahead
+  uint64_t hinted_lookups = 0;  // lookups answered by the prefetcher's opens (HintedName)
   std::string dir;                          // the directory tier ("" = RAM only)
 };
 
@@ -384,6 +385,11 @@ class Client {
   // absent_lease_ms (optional): on ENOENT, the lease on parent that came
   // with the answer (Attr::dir_lease_ms): the name may be cached as absent
   // for that long. 0 otherwise.
+  // The answer to c's lookup of name in parent without asking the MDS, if
+  // the prefetcher opened that name under a lease still running (with
+  // leases, the open cache and an order hint; hint_resolver.h, "Names the
+  // prefetcher opened"). Handed out once; nullopt: ask Lookup.
+  std::optional<Attr> HintedName(const Cred& c, uint64_t parent, std::string_view name);
   Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name,
                       uint32_t* absent_lease_ms = nullptr);
   Result<Attr> GetAttr(const Cred& c, uint64_t ino);

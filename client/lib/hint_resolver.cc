@@ -5,6 +5,13 @@
 #include <cerrno>
 
 namespace sfs::client {
+namespace {
+
+bool SameCred(const Cred& a, const Cred& b) {
+  return a.uid == b.uid && a.gid == b.gid && a.groups == b.groups;
+}
+
+}  // namespace
 
 std::pair<std::string, std::string> HintResolver::Split(std::string_view path) {
   size_t slash = path.find_last_of('/');
@@ -14,15 +21,35 @@ std::pair<std::string, std::string> HintResolver::Split(std::string_view path) {
   return {std::move(dir), std::string(path.substr(slash + 1))};
 }
 
-void HintResolver::Reset(const std::vector<PrefetchItem>& items, bool append) {
+void HintResolver::Reset(const std::vector<PrefetchItem>& items, bool append, uint64_t base,
+                         uint64_t gen) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!append) dirs_.clear();
-  for (const PrefetchItem& it : items) {
-    auto [dir, base] = Split(it.path);
-    if (base.empty()) continue;
+  gen_ = gen;
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto [dir, name] = Split(items[i].path);
+    if (name.empty()) continue;
     std::shared_ptr<Dir>& d = dirs_[dir];
     if (!d) d = std::make_shared<Dir>();
     ++d->hinted;
+    if (on_use_) d->uses.emplace_back(items[i].path, base + i);
+  }
+}
+
+void HintResolver::TellUses(const std::string& dir, Dir& d) {
+  std::vector<std::pair<std::string, uint64_t>> uses;
+  uint64_t gen = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A new hint replaced this one meanwhile: its own directories tell theirs.
+    auto it = dirs_.find(dir);
+    if (it == dirs_.end() || it->second.get() != &d) return;
+    uses.swap(d.uses);
+    gen = gen_;
+  }
+  for (const auto& [path, pos] : uses) {
+    auto e = d.entries.find(Split(path).second);
+    if (e != d.entries.end() && S_ISREG(e->second.mode)) on_use_(path, e->second.ino, pos, gen);
   }
 }
 
@@ -55,7 +82,8 @@ void HintResolver::List(const Cred& c, Dir& d, uint64_t hinted) {
   ++listed_dirs_;
 }
 
-Result<Attr> HintResolver::Resolve(const Cred& c, const std::string& path) {
+Result<Attr> HintResolver::Resolve(const Cred& c, const std::string& path, uint64_t* parent) {
+  if (parent != nullptr) *parent = 0;
   auto [dir, base] = Split(path);
   if (dir.empty() || base.empty()) return client_.ResolvePath(c, path);
   uint64_t hinted = 0;
@@ -74,17 +102,20 @@ Result<Attr> HintResolver::Resolve(const Cred& c, const std::string& path) {
         // The first entry is looked up: the MDS checks the search
         // permission a lookup needs (a listing checks read permission).
         d->ino = a->ino;
+        if (parent != nullptr) *parent = d->ino;
         ++lookups_;
         Result<Attr> first = client_.Lookup(c, d->ino, base);
         if (!first.ok() && first.status().code() == EACCES) {
           d->err = first.status();
         } else if (hinted >= kListThreshold) {
           List(c, *d, hinted);
+          if (d->listed && on_use_) TellUses(dir, *d);
         }
         if (d->err.ok()) return first;
       }
     }
     if (!d->err.ok()) return d->err;
+    if (parent != nullptr) *parent = d->ino;
     if (d->listed) {
       auto e = d->entries.find(base);
       if (e != d->entries.end()) return e->second;
@@ -93,6 +124,39 @@ Result<Attr> HintResolver::Resolve(const Cred& c, const std::string& path) {
   }
   ++lookups_;
   return client_.Lookup(c, dir_ino, base);
+}
+
+void HintResolver::NoteNamed(const Cred& c, uint64_t parent, const std::string& name, const Attr& a,
+                             uint64_t gen, std::chrono::steady_clock::time_point until) {
+  std::lock_guard<std::mutex> lock(named_mu_);
+  if (named_count_ >= kMaxNamed) {
+    named_.clear();
+    named_count_ = 0;
+  }
+  auto [it, added] = named_[parent].insert_or_assign(
+      name, Named_{.cred = c, .attr = a, .gen = gen, .until = until});
+  if (added) ++named_count_;
+}
+
+std::optional<Attr> HintResolver::Named(const Cred& c, uint64_t parent, std::string_view name,
+                                        uint64_t gen_now) {
+  std::lock_guard<std::mutex> lock(named_mu_);
+  auto d = named_.find(parent);
+  if (d == named_.end()) return std::nullopt;
+  auto e = d->second.find(std::string(name));
+  if (e == d->second.end()) return std::nullopt;
+  Named_ n = std::move(e->second);
+  d->second.erase(e);
+  --named_count_;
+  if (d->second.empty()) named_.erase(d);
+  const auto now = std::chrono::steady_clock::now();
+  if (n.gen != gen_now || !SameCred(n.cred, c) || n.until < now + kMinLeft) return std::nullopt;
+  n.attr.lease_ms = static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(n.until - now).count());
+  n.attr.dir_lease_ms = 0;
+  n.attr.dir_attr.reset();
+  ++named_hits_;
+  return std::move(n.attr);
 }
 
 }  // namespace sfs::client

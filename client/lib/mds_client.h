@@ -211,6 +211,10 @@ class MdsClient {
   // both before the client is shared between threads; capacity > 0.
   void EnableOpenCache(size_t capacity);
   bool open_cache_on() const { return open_cache_ != nullptr; }
+  // OpenCache::Gen() (0 without the open cache): moves on every
+  // invalidation, every change of this client's own and every new MDS
+  // instance; OpenResult::cache_gen is its value before an open was sent.
+  uint64_t lease_gen() const;
   // Keeps r, opened by c, whose lease lasts until `until`; false (close it)
   // if the open cache is off, the MDS takes no deferred closes, or
   // r.cache_gen is no longer current.

@@ -47,6 +47,8 @@ std::optional<OpenResult> MdsClient::TakeKeptOpen(const Cred& c, uint64_t ino) {
   return r;
 }
 
+uint64_t MdsClient::lease_gen() const { return open_cache_ ? open_cache_->Gen() : 0; }
+
 void MdsClient::ExtendKeptOpens(const Attr& a) {
   if (!open_cache_ || a.lease_ms == 0 || !S_ISREG(a.mode)) return;
   open_cache_->Extend(a.ino,

@@ -75,6 +75,14 @@ void Prefetcher::Loop() {
   while (true) {
     cv_.wait(lock, [&] { return stop_ || Ready(); });
     if (stop_) return;
+    if (lookahead_ != UINT64_MAX && next_ < frontier_) {
+      // The readers are past these (done, or being read now): fetching them
+      // would only take the cache's room and the servers' time.
+      done_ += frontier_ - next_;
+      next_ = frontier_;
+      idle_cv_.notify_all();
+      if (!Ready()) continue;
+    }
     const uint64_t pos = next_++;
     const uint64_t gen = gen_;
     const PrefetchItem item = items_[pos];
@@ -101,6 +109,11 @@ void Prefetcher::Loop() {
 bool Prefetcher::WaitIdle(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   return idle_cv_.wait_for(lock, timeout, [&] { return done_ >= items_.size(); });
+}
+
+bool Prefetcher::Bounded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lookahead_ != UINT64_MAX;
 }
 
 std::pair<uint64_t, uint64_t> Prefetcher::Progress() {

@@ -39,6 +39,8 @@ class Prefetcher {
   bool WaitIdle(std::chrono::milliseconds timeout);
   // Entries of the hint, and how many are done (fetched or skipped).
   std::pair<uint64_t, uint64_t> Progress();
+  // Whether the hint runs a window ahead of a reader (not a warm-up).
+  bool Bounded();
 
  private:
   void Loop();

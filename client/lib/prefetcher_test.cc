@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <string>
@@ -75,6 +76,51 @@ TEST(PrefetcherTest, AnEntryWithoutRoomIsRetriedAfterTheReaderMovesOn) {
   p.Advance(0);
   EXPECT_TRUE(p.WaitIdle(10s));
   EXPECT_EQ(calls.load(), 2);
+}
+
+// Entries the readers passed while the workers were busy (a slow start: the
+// listing of a huge directory) are not fetched: the workers go on from the
+// frontier, and the passed entries count as done.
+TEST(PrefetcherTest, EntriesTheReadersPassedAreSkipped) {
+  constexpr int kItems = 100;
+  constexpr uint64_t kWindow = 4;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  std::set<uint64_t> fetched;
+  Prefetcher p(kWindow, kWindow, [&](const Cred&, const PrefetchItem&, uint64_t pos) {
+    std::unique_lock<std::mutex> lock(mu);
+    fetched.insert(pos);
+    cv.notify_all();
+    cv.wait(lock, [&] { return open; });
+    return Prefetcher::Outcome::kDone;
+  });
+  p.Start(Cred{}, Items(kItems), 0, false);
+  {
+    // Every worker holds one of the first window's entries.
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return fetched.size() == kWindow; }));
+  }
+  p.Advance(50);  // the readers are at entry 50
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+  }
+  cv.notify_all();
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (p.Progress().second < 51 + kWindow && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(p.Progress().second, 51 + kWindow);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    std::set<uint64_t> want = {0, 1, 2, 3, 51, 52, 53, 54};
+    EXPECT_EQ(fetched, want);
+  }
+  p.Advance(kItems - 1);  // the readers read the rest themselves
+  EXPECT_TRUE(p.WaitIdle(10s));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(fetched.size(), 2 * kWindow);
 }
 
 }  // namespace

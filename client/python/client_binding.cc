@@ -215,6 +215,7 @@ py::dict Client::CacheStatus() {
   d["hint_length"] = s.hint_length;
   d["hint_done"] = s.hint_done;
   d["read_ahead_bytes"] = s.read_ahead_bytes;
+  d["hinted_lookups"] = s.hinted_lookups;
   d["joined_bytes"] = s.joined_bytes;
   d["dir"] = s.dir.empty() ? py::object(py::none()) : py::object(py::str(s.dir));
   return d;

@@ -8,9 +8,9 @@
 // after the next open; `sfs prefetch --list` warms the cache so that the
 // reads that follow are all hits; a mount without the options has no cache.
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -248,7 +248,12 @@ TEST_F(CacheTest, AHintListsItsDirectoryOnceAndOpensOnlyWhatItMustFetch) {
   }
   const std::string list_path = cluster().root() + "/order.txt";
   ASSERT_TRUE(WriteFile(list_path, list));
-  auto mds_ops = [&](const std::string& op) { return MdsRequests(cluster(), op); };
+  auto mds_ops = [&](const std::string& op) {
+    // The prefetcher opens by name (open_path) where the mount may answer a
+    // lookup from the open, by inode (open) elsewhere.
+    if (op == "open") return MdsRequests(cluster(), op) + MdsRequests(cluster(), "open_path");
+    return MdsRequests(cluster(), op);
+  };
   auto prefetch = [&] {
     std::string out;
     EXPECT_EQ(RunShell(SfsBinary() + " prefetch --wait --list " + list_path + " 2>&1", &out), 0)
@@ -264,11 +269,15 @@ TEST_F(CacheTest, AHintListsItsDirectoryOnceAndOpensOnlyWhatItMustFetch) {
   EXPECT_EQ(mds_ops("open") - opens, double{kFiles});
   EXPECT_EQ(StatusOf(*a).prefetch_files, uint64_t{kFiles});
 
-  // Another epoch, everything held: no open at all.
+  // Another epoch, everything held: nothing fetched, and no open by inode;
+  // through a mount, one open by name per file, which answers the reader's
+  // lookup and open (HintedLookupTest).
   lookups = mds_ops("lookup"), opens = mds_ops("open");
+  double by_name = MdsRequests(cluster(), "open_path");
   prefetch();
   EXPECT_LE(mds_ops("lookup") - lookups, 4.0);
-  EXPECT_EQ(mds_ops("open") - opens, 0.0);
+  EXPECT_EQ(mds_ops("open") - opens, double{kFiles});
+  EXPECT_EQ(MdsRequests(cluster(), "open_path") - by_name, double{kFiles});
   EXPECT_EQ(StatusOf(*a).prefetch_files, uint64_t{kFiles});
 
   // f7 rewritten by another client: the next hint fetches it, at its new version.
@@ -276,8 +285,8 @@ TEST_F(CacheTest, AHintListsItsDirectoryOnceAndOpensOnlyWhatItMustFetch) {
   Put("f7", data[7], d->ino);
   opens = mds_ops("open");
   prefetch();
-  EXPECT_EQ(mds_ops("open") - opens, 1.0);
-  EXPECT_EQ(StatusOf(*a).prefetch_files, uint64_t{kFiles} + 1);
+  EXPECT_EQ(mds_ops("open") - opens, double{kFiles});
+  EXPECT_EQ(StatusOf(*a).prefetch_files, uint64_t{kFiles} + 1);  // f7 alone fetched
   const double before = OssReadBytes();
   std::string got;
   for (int i = 0; i < kFiles; ++i) {
@@ -285,6 +294,73 @@ TEST_F(CacheTest, AHintListsItsDirectoryOnceAndOpensOnlyWhatItMustFetch) {
     EXPECT_TRUE(SameBytes(got, data[i])) << i;
   }
   EXPECT_EQ(OssReadBytes(), before) << "hinted files were read from the OSSes again";
+}
+
+// The mount's LOOKUPs of hinted files are answered by the prefetcher's opens
+// of them by name (hint_resolver.h, "Names the prefetcher opened"): no MDS
+// lookup while their leases run. A rename by another client revokes them: the
+// old name is gone and a name replaced shows the new file.
+class HintedLookupTest : public CacheTest {
+ protected:
+  ClusterOptions Options() override {
+    ClusterOptions o = CacheTest::Options();
+    // Leases long enough that a slow machine (a sanitizer build) reads every
+    // file within them; the revocation below does not wait for their end.
+    o.mds_args = {"--lease-ms", "60000"};
+    return o;
+  }
+};
+
+TEST_F(HintedLookupTest, LookupsOfHintedFilesCostNoMdsRoundTripAndARenameEndsThem) {
+  auto a = cluster().Mount({}, {"cache_ram=64M"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto d = client_->Mkdir(kRoot, client::kRootIno, "d", 0755);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  constexpr int kFiles = 24;
+  std::vector<std::string> data;
+  std::string list;
+  for (int i = 0; i < kFiles; ++i) {
+    data.push_back(Random(12 << 10, 700 + i));
+    Put("f" + std::to_string(i), data.back(), d->ino);
+    list += *a + "/d/f" + std::to_string(i) + "\n";
+  }
+  const std::string list_path = cluster().root() + "/order.txt";
+  ASSERT_TRUE(WriteFile(list_path, list));
+  std::string out;
+  ASSERT_EQ(RunShell(SfsBinary() + " prefetch --wait --list " + list_path + " 2>&1", &out), 0)
+      << out;
+  // f1..f12 read through the mount: every lookup answered locally. (The CLI
+  // looked f0 up itself, so the kernel holds that name already.)
+  const double lookups = MdsRequests(cluster(), "lookup");
+  const uint64_t hinted = StatusOf(*a).hinted_lookups;
+  std::string got;
+  for (int i = 1; i <= kFiles / 2; ++i) {
+    ASSERT_EQ(ReadFresh(*a + "/d/f" + std::to_string(i), &got), 0) << i;
+    EXPECT_TRUE(SameBytes(got, data[i])) << i;
+  }
+  EXPECT_EQ(MdsRequests(cluster(), "lookup") - lookups, 0.0);
+  EXPECT_EQ(StatusOf(*a).hinted_lookups - hinted, uint64_t{kFiles / 2});
+
+  // Another client renames f13 away and f14 onto f15, then the mount looks.
+  const int gone = kFiles / 2 + 1, from = kFiles / 2 + 2, onto = kFiles / 2 + 3;
+  ASSERT_TRUE(
+      client_->Rename(kRoot, d->ino, "f" + std::to_string(gone), d->ino, "moved", 0, nullptr).ok());
+  ASSERT_TRUE(client_
+                  ->Rename(kRoot, d->ino, "f" + std::to_string(from), d->ino,
+                           "f" + std::to_string(onto), 0, nullptr)
+                  .ok());
+  struct stat st;
+  EXPECT_NE(::stat((*a + "/d/f" + std::to_string(gone)).c_str(), &st), 0);
+  EXPECT_EQ(errno, ENOENT);
+  ASSERT_EQ(ReadFresh(*a + "/d/f" + std::to_string(onto), &got), 0);
+  EXPECT_TRUE(SameBytes(got, data[from])) << "the replaced name showed the old file";
+  ASSERT_EQ(ReadFresh(*a + "/d/moved", &got), 0);
+  EXPECT_TRUE(SameBytes(got, data[gone]));
+  for (int i = kFiles / 2 + 1; i < kFiles; ++i) {
+    if (i == gone || i == from || i == onto) continue;
+    ASSERT_EQ(ReadFresh(*a + "/d/f" + std::to_string(i), &got), 0) << i;
+    EXPECT_TRUE(SameBytes(got, data[i])) << i;
+  }
 }
 
 TEST_F(CacheTest, TheCacheNeverGrowsPastItsSize) {
@@ -301,6 +377,64 @@ TEST_F(CacheTest, TheCacheNeverGrowsPastItsSize) {
   EXPECT_EQ(s.capacity, 2u << 20);
   EXPECT_LE(s.bytes, s.capacity);
   EXPECT_GT(s.evictions, 0u);
+}
+
+// Readers that passed the prefetcher's window (as while the first listing of
+// a huge directory runs) still move it: the listing tells the cache where
+// every hinted file of the directory comes in the order, so a reader's close
+// of entry 40 brings the window to 41..44 (the entries it passed are not
+// fetched), and the reader's next file is a hit. Before, the close named a
+// file whose use the cache did not know, the window stayed at 0..3, and the
+// whole first epoch over 100,000 files had no hit.
+TEST_F(CacheTest, AReaderPastThePrefetchersWindowMovesItFromWhereItIs) {
+  client::Options opts;
+  opts.mds_address = cluster().mds_address();
+  opts.cache_ram = 64 << 20;
+  opts.prefetch_threads = 1;
+  opts.prefetch_depth = 4;
+  auto reader = client::Client::Connect(opts);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  client::Client& c = **reader;
+  auto d = client_->Mkdir(kRoot, client::kRootIno, "big", 0755);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  constexpr int kFiles = 64;  // listed: more than HintResolver::kListThreshold
+  std::vector<std::string> data;
+  std::vector<client::PrefetchItem> hint;
+  for (int i = 0; i < kFiles; ++i) {
+    data.push_back(Random(8 << 10, 900 + i));
+    Put("f" + std::to_string(i), data.back(), d->ino);
+    hint.push_back({"/big/f" + std::to_string(i), 0, UINT64_MAX});
+  }
+  ASSERT_TRUE(c.Prefetch(kRoot, hint).ok());
+  auto wait_files = [&](uint64_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (c.CacheStatus()->prefetch_files < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return c.CacheStatus()->prefetch_files;
+  };
+  ASSERT_EQ(wait_files(4), 4u);  // the first window, 0..3
+  auto read_whole = [&](int i) {
+    auto f = c.OpenPath(kRoot, "/big/f" + std::to_string(i), O_RDONLY, nullptr);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    std::string got(data[i].size(), '\0');
+    auto n = c.Read(**f, 0, {reinterpret_cast<uint8_t*>(got.data()), got.size()});
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    EXPECT_TRUE(SameBytes(got, data[i])) << i;
+    ASSERT_TRUE(c.Close(*f).ok());
+  };
+  read_whole(40);
+  // The window is 41..44 now: done are 0..3, the 37 passed and those 4.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (c.CacheStatus()->hint_done < 45 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const client::CacheStats s = *c.CacheStatus();
+  ASSERT_EQ(s.hint_done, 45u) << "the window did not move to the reader";
+  EXPECT_EQ(s.prefetch_files, 8u) << "entries the reader passed were fetched";
+  read_whole(41);
+  EXPECT_EQ(c.CacheStatus()->hits, s.hits + 1) << "the reader's next file was not fetched ahead";
+  EXPECT_EQ(c.CacheStatus()->misses, s.misses);
 }
 
 // Sequential read-ahead (client/lib/read_ahead.h), through libsfs as the
