@@ -116,6 +116,17 @@ class Client::Impl {
   // entry only misranks; what is fetched is always resolved afresh).
   std::mutex memo_mu;
   std::unordered_map<std::string, uint64_t> memo;  // GUARDED_BY(memo_mu)
+  // Hint entry pos is path, resolved to ino: remembered, and told to the
+  // cache unless SetHint knew it under that inode already.
+  void NoteUse(const std::string& path, uint64_t ino, uint64_t pos) {
+    {
+      std::lock_guard<std::mutex> lock(memo_mu);
+      auto [m, inserted] = memo.try_emplace(path, ino);
+      if (!inserted && m->second == ino) return;
+      m->second = ino;
+    }
+    cache->AddUse(ino, pos);
+  }
   // Held while a hint is handed to the cache, and while a listing tells the
   // cache the positions of that hint's entries (HintResolver::UseFn); the
   // count of hints given (appends not counted).
@@ -590,14 +601,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const Options& opts) {
     raw->resolver = std::make_unique<HintResolver>(
         *self, [raw](const std::string& path, uint64_t ino, uint64_t pos, uint64_t gen) {
           std::lock_guard<std::mutex> hint_lock(raw->hint_mu);
-          if (gen != raw->hint_gen) return;  // a new hint came since the listing began
-          {
-            std::lock_guard<std::mutex> lock(raw->memo_mu);
-            auto [m, inserted] = raw->memo.try_emplace(path, ino);
-            if (!inserted && m->second == ino) return;  // SetHint knew it
-            m->second = ino;
-          }
-          raw->cache->AddUse(ino, pos);
+          if (gen == raw->hint_gen) raw->NoteUse(path, ino, pos);  // else a new hint came since
         });
     raw->prefetcher = std::make_unique<Prefetcher>(
         opts.prefetch_threads, opts.prefetch_depth,
@@ -1355,14 +1359,7 @@ Prefetcher::Outcome Client::Impl::PrefetchOne(Client& self, const Cred& c,
   uint64_t parent = 0;
   Result<Attr> a = resolver->Resolve(c, it.path, &parent);
   if (!a.ok() || !S_ISREG(a->mode)) return skip();
-  {
-    std::lock_guard<std::mutex> lock(memo_mu);
-    auto [m, inserted] = memo.try_emplace(it.path, a->ino);
-    if (inserted || m->second != a->ino) {
-      m->second = a->ino;
-      cache->AddUse(a->ino, pos);  // SetHint did not know it under this inode
-    }
-  }
+  NoteUse(it.path, a->ino, pos);
   const uint64_t end = it.length >= a->size - std::min(a->size, it.offset)
                            ? a->size
                            : it.offset + it.length;

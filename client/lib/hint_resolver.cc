@@ -4,14 +4,9 @@
 
 #include <cerrno>
 
+#include "client/lib/open_cache.h"
+
 namespace sfs::client {
-namespace {
-
-bool SameCred(const Cred& a, const Cred& b) {
-  return a.uid == b.uid && a.gid == b.gid && a.groups == b.groups;
-}
-
-}  // namespace
 
 std::pair<std::string, std::string> HintResolver::Split(std::string_view path) {
   size_t slash = path.find_last_of('/');
@@ -150,7 +145,9 @@ std::optional<Attr> HintResolver::Named(const Cred& c, uint64_t parent, std::str
   --named_count_;
   if (d->second.empty()) named_.erase(d);
   const auto now = std::chrono::steady_clock::now();
-  if (n.gen != gen_now || !SameCred(n.cred, c) || n.until < now + kMinLeft) return std::nullopt;
+  if (n.gen != gen_now || !OpenCache::SameCred(n.cred, c) || n.until < now + OpenCache::kMinLeft) {
+    return std::nullopt;
+  }
   n.attr.lease_ms = static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(n.until - now).count());
   n.attr.dir_lease_ms = 0;

@@ -63,9 +63,6 @@ namespace sfs::client {
 class HintResolver {
  public:
   static constexpr uint64_t kListThreshold = 16;
-  // A name is handed out with at least this much of its lease left (as a
-  // kept open: OpenCache::kMinLeft).
-  static constexpr auto kMinLeft = std::chrono::milliseconds(500);
   static constexpr uint32_t kPage = 4096;
 
   // Told, under no lock of the resolver's but its directory's, each hinted

@@ -2,13 +2,6 @@
 #include "client/lib/open_cache.h"
 
 namespace sfs::client {
-namespace {
-
-bool SameCred(const Cred& a, const Cred& b) {
-  return a.uid == b.uid && a.gid == b.gid && a.groups == b.groups;
-}
-
-}  // namespace
 
 uint64_t OpenCache::Gen() const {
   std::lock_guard<std::mutex> lock(mu_);

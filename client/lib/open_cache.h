@@ -44,6 +44,11 @@ class OpenCache {
   // No open is handed out or kept with less lease than this left: the
   // kernel's attributes and the data cache rely on it for a while after.
   static constexpr auto kMinLeft = std::chrono::milliseconds(500);
+  // Whom an open (or an answer resting on its permission check) is handed
+  // to: exactly the credentials the MDS checked (uid, gid and groups).
+  static bool SameCred(const Cred& a, const Cred& b) {
+    return a.uid == b.uid && a.gid == b.gid && a.groups == b.groups;
+  }
 
   explicit OpenCache(size_t capacity) : capacity_(capacity) {}
 
