@@ -56,6 +56,10 @@ constexpr auto kPingPeriod = std::chrono::milliseconds(5000);
 constexpr size_t kMaxQueuedCloses = 4 * MdsClient::kMaxCarriedCloses;
 // A prefetch handle's release waits at most this long for a request to carry it.
 constexpr std::chrono::milliseconds kPrefetchCloseDelay{10};
+// How long a reader may take to reach an entry the prefetcher handled (its
+// window ahead of the readers is a fraction of a second at any pace seen):
+// a kept open that lasts past that serves the reader's open.
+constexpr std::chrono::milliseconds kReaderLag{1000};
 // Sequential read-ahead (read_ahead.h): fills run on a few threads, a
 // bounded queue of them (a full queue drops one), windows of at least 4 MiB.
 constexpr int kReadAheadThreads = 4;
@@ -1375,8 +1379,12 @@ Prefetcher::Outcome Client::Impl::PrefetchOne(Client& self, const Cred& c,
       // Through a mount the reader's lookup and open would still be two MDS
       // round trips: one open by name here, ahead of it, answers both
       // (HintedName, then the kept open). Elsewhere the reader opens anyway;
-      // a warm-up has no reader right behind it.
-      if (NamesForLookups(parent) && prefetcher->Bounded()) {
+      // a warm-up has no reader right behind it. Nor where an open of the
+      // file is still kept (a short epoch after the last): the reader's
+      // open takes that, and its lookup was answered alongside (statahead,
+      // the kernel's entry), so a second open would be work for nothing.
+      if (NamesForLookups(parent) && prefetcher->Bounded() &&
+          !mds->HoldsKeptOpen(c, a->ino, kReaderLag)) {
         Result<std::shared_ptr<File>> f = OpenHinted(self, c, it.path, parent, a->ino);
         if (f.ok()) {
           (*f)->prefetch_ = true;

@@ -222,6 +222,9 @@ class MdsClient {
   // A kept open of ino by c, now the caller's; its attr.lease_ms is what is
   // left of its lease.
   std::optional<OpenResult> TakeKeptOpen(const Cred& c, uint64_t ino);
+  // Whether TakeKeptOpen(c, ino) would still hand an open out `ahead` from
+  // now (false without the open cache). The open may be gone by then.
+  bool HoldsKeptOpen(const Cred& c, uint64_t ino, std::chrono::milliseconds ahead) const;
   // Queues the closes of kept opens whose lease nears its end (all with
   // all: the client stops).
   void ReleaseKeptOpens(bool all = false);

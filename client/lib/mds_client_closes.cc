@@ -47,6 +47,10 @@ std::optional<OpenResult> MdsClient::TakeKeptOpen(const Cred& c, uint64_t ino) {
   return r;
 }
 
+bool MdsClient::HoldsKeptOpen(const Cred& c, uint64_t ino, std::chrono::milliseconds ahead) const {
+  return open_cache_ && open_cache_->Holds(c, ino, ahead);
+}
+
 uint64_t MdsClient::lease_gen() const { return open_cache_ ? open_cache_->Gen() : 0; }
 
 void MdsClient::ExtendKeptOpens(const Attr& a) {

@@ -55,6 +55,16 @@ std::optional<OpenResult> OpenCache::Take(const Cred& c, uint64_t ino, Clock::ti
   return std::nullopt;
 }
 
+bool OpenCache::Holds(const Cred& c, uint64_t ino, Clock::duration ahead) const {
+  const Clock::time_point soonest = Clock::now() + kMinLeft + ahead;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [begin, end] = by_ino_.equal_range(ino);
+  for (auto i = begin; i != end; ++i) {
+    if (i->second->first >= soonest && SameCred(i->second->second.cred, c)) return true;
+  }
+  return false;
+}
+
 void OpenCache::Extend(uint64_t ino, Clock::time_point until) {
   const Clock::time_point now = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);

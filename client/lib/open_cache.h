@@ -62,6 +62,9 @@ class OpenCache {
   // A kept open of ino for exactly c (uid, gid and groups), taken out: the
   // caller owns its open id now. *until: its lease's end.
   std::optional<OpenResult> Take(const Cred& c, uint64_t ino, Clock::time_point* until);
+  // Whether a kept open of ino for exactly c has at least kMinLeft + ahead
+  // of lease left: Take would still hand it out `ahead` from now.
+  bool Holds(const Cred& c, uint64_t ino, Clock::duration ahead) const;
   // A reply granted a new lease on ino, lasting until `until`: ino's kept
   // opens whose lease still runs last as long (no gap in between in which a
   // change could have gone unannounced). REQUIRES: no invalidation began

@@ -50,6 +50,22 @@ TEST(OpenCacheTest, AKeptOpenIsHandedOnceToTheSameCredentialsOnly) {
   EXPECT_EQ(cache.size(), 0u);
 }
 
+TEST(OpenCacheTest, HoldsSaysWhetherTakeWouldStillHandTheOpenOutThatFarAhead) {
+  OpenCache cache(8);
+  std::vector<DeferredClose> released;
+  const uint64_t g = cache.Gen();
+  const Clock::time_point mid = Clock::now() + OpenCache::kMinLeft + milliseconds(2000);
+  ASSERT_TRUE(cache.Keep(User(1000, {5}), OpenOf(7, 70, g), g, mid, &released));
+  EXPECT_TRUE(cache.Holds(User(1000, {5}), 7, milliseconds(0)));
+  EXPECT_FALSE(cache.Holds(User(1000, {5}), 7, milliseconds(60000))) << "its lease ends before";
+  EXPECT_FALSE(cache.Holds(User(1001, {5}), 7, milliseconds(0))) << "another user";
+  EXPECT_FALSE(cache.Holds(User(1000, {5}), 8, milliseconds(0))) << "another file";
+  EXPECT_EQ(cache.size(), 1u) << "a look takes nothing";
+  Clock::time_point until;
+  ASSERT_TRUE(cache.Take(User(1000, {5}), 7, &until));
+  EXPECT_FALSE(cache.Holds(User(1000, {5}), 7, milliseconds(0))) << "taken";
+}
+
 TEST(OpenCacheTest, AnOpenTakenBeforeAChangeIsNotKeptAfterIt) {
   OpenCache cache(8);
   std::vector<DeferredClose> released;
