@@ -310,7 +310,10 @@ void FuseOps::OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   }
   if (statahead_ != nullptr && !dots) {
     statahead_->Seen(parent, name, *a);
-    if (a->lease_ms > 0) statahead_->NoteMiss(parent, CredOf(req));
+    // Not where the hint's prefetcher answers the lookups (its reader ahead
+    // of it here): relisting a huge directory every few seconds cost the
+    // MDS 1,500 pages of 1,024 entries in a 100,000-file epoch.
+    if (a->lease_ms > 0 && !client_->HintListed(parent)) statahead_->NoteMiss(parent, CredOf(req));
   }
   ReplyEntry(req, *a);
 }

@@ -733,6 +733,10 @@ std::optional<Attr> Client::HintedName(const Cred& c, uint64_t parent, std::stri
   return WithLocal(std::move(*a));
 }
 
+bool Client::HintListed(uint64_t dir) {
+  return impl_->resolver && impl_->mds->open_cache_on() && impl_->resolver->Listed(dir);
+}
+
 Attr Client::WithLocal(Attr a) {
   if (S_ISREG(a.mode)) impl_->WaitWrites(a.ino);
   return impl_->MergeLocal(std::move(a), false);

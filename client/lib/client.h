@@ -390,6 +390,10 @@ class Client {
   // leases, the open cache and an order hint; hint_resolver.h, "Names the
   // prefetcher opened"). Handed out once; nullopt: ask Lookup.
   std::optional<Attr> HintedName(const Cred& c, uint64_t parent, std::string_view name);
+  // Whether the current order hint listed directory dir for its prefetcher,
+  // which then opens its hinted files by name (HintedName): a statahead of
+  // dir would list it again for lookups those opens answer.
+  bool HintListed(uint64_t dir);
   Result<Attr> Lookup(const Cred& c, uint64_t parent, std::string_view name,
                       uint32_t* absent_lease_ms = nullptr);
   Result<Attr> GetAttr(const Cred& c, uint64_t ino);

@@ -19,7 +19,10 @@ std::pair<std::string, std::string> HintResolver::Split(std::string_view path) {
 void HintResolver::Reset(const std::vector<PrefetchItem>& items, bool append, uint64_t base,
                          uint64_t gen) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!append) dirs_.clear();
+  if (!append) {
+    dirs_.clear();
+    listed_inos_.clear();
+  }
   gen_ = gen;
   for (size_t i = 0; i < items.size(); ++i) {
     auto [dir, name] = Split(items[i].path);
@@ -48,18 +51,27 @@ void HintResolver::TellUses(const std::string& dir, Dir& d) {
   }
 }
 
-std::shared_ptr<HintResolver::Dir> HintResolver::DirOf(const std::string& dir, uint64_t* hinted) {
+std::shared_ptr<HintResolver::Dir> HintResolver::DirOf(const std::string& dir, uint64_t* hinted,
+                                                       bool* uses_pending) {
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<Dir>& d = dirs_[dir];
   if (!d) d = std::make_shared<Dir>();  // resolved without a Reset naming it
   *hinted = d->hinted;
+  *uses_pending = !d->uses.empty();
   return d;
 }
 
-void HintResolver::List(const Cred& c, Dir& d, uint64_t hinted) {
-  // A huge directory of which the hint names a few: give up listing it
-  // once it costs more than the lookups would.
-  const uint64_t cap = 8 * hinted + kPage;
+uint64_t HintResolver::HintedIn(const Dir& d) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return d.hinted;
+}
+
+bool HintResolver::Listed(uint64_t dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return listed_inos_.count(dir) != 0;
+}
+
+void HintResolver::List(const Cred& c, const std::string& dir, Dir& d) {
   std::unordered_map<std::string, Attr> entries;
   std::string after;
   while (true) {
@@ -69,12 +81,25 @@ void HintResolver::List(const Cred& c, Dir& d, uint64_t hinted) {
       if (e.attr) entries.emplace(e.name, std::move(*e.attr));
     }
     if (page->eof) break;
-    if (page->entries.empty() || entries.size() > cap) return;
+    if (page->entries.empty()) return;
+    // A huge directory of which the hint names a few: give up listing it
+    // once it costs more than the lookups would. Asked again at each page:
+    // a hint handed over in parts (sfs prefetch --list through a mount, a
+    // setxattr each) names more of it meanwhile.
+    const uint64_t hinted = HintedIn(d);
+    if (entries.size() > 8 * hinted + kPage) {
+      d.gave_up_at = hinted;
+      return;
+    }
     after = page->entries.back().name;
   }
   d.entries = std::move(entries);
   d.listed = true;
   ++listed_dirs_;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Not if a new hint replaced this one meanwhile (it lists its own).
+  auto it = dirs_.find(dir);
+  if (it != dirs_.end() && it->second.get() == &d) listed_inos_.insert(d.ino);
 }
 
 Result<Attr> HintResolver::Resolve(const Cred& c, const std::string& path, uint64_t* parent) {
@@ -82,7 +107,8 @@ Result<Attr> HintResolver::Resolve(const Cred& c, const std::string& path, uint6
   auto [dir, base] = Split(path);
   if (dir.empty() || base.empty()) return client_.ResolvePath(c, path);
   uint64_t hinted = 0;
-  std::shared_ptr<Dir> d = DirOf(dir, &hinted);
+  bool uses_pending = false;
+  std::shared_ptr<Dir> d = DirOf(dir, &hinted, &uses_pending);
   uint64_t dir_ino = 0;
   {
     std::lock_guard<std::mutex> lock(d->mu);
@@ -103,7 +129,7 @@ Result<Attr> HintResolver::Resolve(const Cred& c, const std::string& path, uint6
         if (!first.ok() && first.status().code() == EACCES) {
           d->err = first.status();
         } else if (hinted >= kListThreshold) {
-          List(c, *d, hinted);
+          List(c, dir, *d);
           if (d->listed && on_use_) TellUses(dir, *d);
         }
         if (d->err.ok()) return first;
@@ -111,7 +137,14 @@ Result<Attr> HintResolver::Resolve(const Cred& c, const std::string& path, uint6
     }
     if (!d->err.ok()) return d->err;
     if (parent != nullptr) *parent = d->ino;
+    if (!d->listed && d->gave_up_at > 0 && hinted >= 2 * d->gave_up_at) {
+      // The hint has grown to twice what the listing gave up at: try again.
+      List(c, dir, *d);
+      uses_pending = d->listed;
+    }
     if (d->listed) {
+      // Parts of the hint appended after the listing: their positions too.
+      if (uses_pending && on_use_) TellUses(dir, *d);
       auto e = d->entries.find(base);
       if (e != d->entries.end()) return e->second;
     }

@@ -54,6 +54,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "client/lib/client.h"
@@ -95,6 +96,8 @@ class HintResolver {
   std::optional<Attr> Named(const Cred& c, uint64_t parent, std::string_view name,
                             uint64_t gen_now);
   uint64_t named_hits() const { return named_hits_.load(); }
+  // Whether the directory with inode dir is listed for the current hint.
+  bool Listed(uint64_t dir);
 
   // Directories listed, and hinted paths looked up one by one (tests).
   uint64_t listed_dirs() const { return listed_dirs_.load(); }
@@ -107,15 +110,18 @@ class HintResolver {
     Status err;              // GUARDED_BY(mu)
     uint64_t ino = 0;        // GUARDED_BY(mu)
     bool listed = false;     // GUARDED_BY(mu)
+    uint64_t gave_up_at = 0;  // GUARDED_BY(mu): hinted when a listing last gave up (0: never)
     std::unordered_map<std::string, Attr> entries;  // GUARDED_BY(mu)
     uint64_t hinted = 0;     // GUARDED_BY(HintResolver::mu_)
     // The hint's entries here not yet told to on_use_: (path, position).
     std::vector<std::pair<std::string, uint64_t>> uses;  // GUARDED_BY(HintResolver::mu_)
   };
   static std::pair<std::string, std::string> Split(std::string_view path);
-  std::shared_ptr<Dir> DirOf(const std::string& dir, uint64_t* hinted);
+  // *uses_pending: d has hinted entries not yet told to on_use_.
+  std::shared_ptr<Dir> DirOf(const std::string& dir, uint64_t* hinted, bool* uses_pending);
+  uint64_t HintedIn(const Dir& d);  // d.hinted, under mu_
   // REQUIRES: d.mu held.
-  void List(const Cred& c, Dir& d, uint64_t hinted);
+  void List(const Cred& c, const std::string& dir, Dir& d);
   // Tells on_use_ the positions of d's hinted entries the listing holds.
   // REQUIRES: d.mu held, d listed.
   void TellUses(const std::string& dir, Dir& d);
@@ -135,6 +141,7 @@ class HintResolver {
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<Dir>> dirs_;  // GUARDED_BY(mu_)
   uint64_t gen_ = 0;                                            // GUARDED_BY(mu_)
+  std::unordered_set<uint64_t> listed_inos_;                    // GUARDED_BY(mu_)
   std::mutex named_mu_;
   // (parent, name) -> the open; GUARDED_BY(named_mu_)
   std::unordered_map<uint64_t, std::unordered_map<std::string, Named_>> named_;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "client/lib/cache_text.h"
+#include "client/lib/hint_resolver.h"
 #include "common/metrics/http_server.h"
 #include "tests/harness/fixture.h"
 #include "tests/integration/exposition.h"
@@ -310,6 +311,61 @@ TEST_F(CacheLongLeaseTest, AHintListsItsDirectoryOnceAndOpensOnlyWhatItMustFetch
     EXPECT_TRUE(SameBytes(got, data[i])) << i;
   }
   EXPECT_EQ(OssReadBytes(), before) << "hinted files were read from the OSSes again";
+}
+
+// A hint handed over in parts (`sfs prefetch --list` through a mount sends
+// a setxattr per 60 KB of paths): a directory the first part names too few
+// of for a listing to pay is listed once later parts name enough of it,
+// instead of a lookup per entry (at 100,000 files, 100,000 MDS lookups an
+// epoch). Once listed for the hint, the readers' own lookups there start no
+// statahead, which would list the same directory again and again.
+TEST_F(CacheTest, AHintInPartsListsABigDirectoryOnceItNamesEnoughOfIt) {
+  using client::HintResolver;
+  // A window over the whole hint: --wait returns with no reader behind it.
+  auto a = cluster().Mount({}, {"cache_ram=64M", "prefetch_depth=4096"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto d = client_->Mkdir(kRoot, client::kRootIno, "many", 0755);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  // More than two listing pages (HintResolver::kPage): the first part's
+  // listing gives up after its second.
+  constexpr int kEntries = 2 * HintResolver::kPage + 200;
+  auto name = [](int i) { return "e" + std::to_string(100000 + i); };
+  for (int i = 0; i < kEntries; ++i) {
+    ASSERT_TRUE(client_->Mknod(kRoot, d->ino, name(i), S_IFREG | 0644, 0).ok()) << i;
+  }
+  auto hand_over = [&](int from, int to, bool append) {
+    std::string list;
+    for (int i = from; i < to; ++i) list += *a + "/many/" + name(i) + "\n";
+    const std::string path = cluster().root() + "/part.txt";
+    ASSERT_TRUE(WriteFile(path, list));
+    std::string out;
+    EXPECT_EQ(RunShell(SfsBinary() + " prefetch --wait " + (append ? "--append " : "") + "--list " +
+                           path + " 2>&1",
+                       &out),
+              0)
+        << out;
+  };
+  const uint64_t kFirst = HintResolver::kListThreshold;
+  double lookups = MdsRequests(cluster(), "lookup");
+  hand_over(0, kFirst, false);
+  EXPECT_GE(MdsRequests(cluster(), "lookup") - lookups, double{kFirst}) << "a lookup per entry";
+  // The second part makes the hint name over 8x more of the directory:
+  // one listing, no lookup per entry.
+  lookups = MdsRequests(cluster(), "lookup");
+  double lists = MdsRequests(cluster(), "readdir");
+  hand_over(kFirst, 1000, true);
+  EXPECT_LE(MdsRequests(cluster(), "lookup") - lookups, 2.0);
+  EXPECT_EQ(MdsRequests(cluster(), "readdir") - lists, double{kEntries / HintResolver::kPage + 1});
+  // Lookups of names the hint does not name go to the MDS, and list nothing.
+  lookups = MdsRequests(cluster(), "lookup");
+  lists = MdsRequests(cluster(), "readdir");
+  constexpr int kStats = 32;  // 4x the misses that start a statahead (StatAhead::kTrigger)
+  struct stat st;
+  for (int i = 0; i < kStats; ++i) {
+    ASSERT_EQ(::stat((*a + "/many/" + name(2000 + i)).c_str(), &st), 0) << i;
+  }
+  EXPECT_EQ(MdsRequests(cluster(), "lookup") - lookups, double{kStats});
+  EXPECT_EQ(MdsRequests(cluster(), "readdir") - lists, 0.0) << "a statahead listed it";
 }
 
 // The mount's LOOKUPs of hinted files are answered by the prefetcher's opens
