@@ -10,8 +10,9 @@
 //   setxattr user.sfs.warm[.append]      the same, fetched as far as the cache holds
 //   setxattr user.sfs.cache.drop         forget every cached block
 //   getxattr user.sfs.cache.status       the counters (FormatCacheStats)
-//   getxattr user.sfs.prefetch.wait      waits up to 1 s for the hint to be
-//            fetched, then the counters (hint_done of hint_length)
+//   getxattr user.sfs.prefetch.wait      waits up to 1 s for the hint to have
+//            nothing left to do before a reader moves on (Client::WaitPrefetch),
+//            then the counters (hint_done of hint_length; hint_window, hint_waiting)
 //
 // A value is at most 64 KiB (XATTR_SIZE_MAX): longer hints go as a first
 // chunk and .append chunks. ENOTSUP when the mount has no cache.

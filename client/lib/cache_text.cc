@@ -34,6 +34,8 @@ std::vector<std::pair<const char*, uint64_t CacheStats::*>> Fields() {
           {"prefetch_skipped", &CacheStats::prefetch_skipped},
           {"hint_length", &CacheStats::hint_length},
           {"hint_done", &CacheStats::hint_done},
+          {"hint_window", &CacheStats::hint_window},
+          {"hint_waiting", &CacheStats::hint_waiting},
           {"read_ahead_bytes", &CacheStats::read_ahead_bytes},
           {"hinted_lookups", &CacheStats::hinted_lookups}};
 }

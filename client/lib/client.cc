@@ -1454,7 +1454,7 @@ Status Client::Prefetch(const Cred& c, std::vector<PrefetchItem> items, uint64_t
       if (m != impl_->memo.end()) groups[i] = m->second;
     }
   }
-  const uint64_t base = append ? impl_->prefetcher->Progress().first : 0;
+  const uint64_t base = append ? impl_->prefetcher->GetProgress().length : 0;
   if (append) {
     for (size_t i = 0; i < groups.size(); ++i) {
       if (groups[i] != 0) impl_->cache->AddUse(groups[i], base + i);
@@ -1475,9 +1475,11 @@ Result<bool> Client::WaitPrefetch(std::chrono::milliseconds timeout) {
 Result<CacheStats> Client::CacheStatus() {
   if (!impl_->cache) return Status(ENOTSUP, "the client cache is off (cache_ram/cache_dir)");
   CacheStats s = impl_->cache->Stats();
-  auto [len, done] = impl_->prefetcher->Progress();
-  s.hint_length = len;
-  s.hint_done = done;
+  const Prefetcher::Progress p = impl_->prefetcher->GetProgress();
+  s.hint_length = p.length;
+  s.hint_done = p.done;
+  s.hint_window = p.window;
+  s.hint_waiting = p.waiting;
   if (impl_->read_ahead) s.read_ahead_bytes = impl_->read_ahead->submitted_bytes();
   s.hinted_lookups = impl_->resolver->named_hits();
   return s;

@@ -314,6 +314,8 @@ struct CacheStats {
   uint64_t prefetch_skipped = 0;            // hint entries skipped (missing, not a file, denied, open for write)
   uint64_t hint_length = 0;                 // entries of the current order hint
   uint64_t hint_done = 0;                   // of those, fetched or skipped so far
+  uint64_t hint_window = 0;                 // of those, admitted by the look-ahead now
+  uint64_t hint_waiting = 0;                // admitted, waiting for a reader to make room
   uint64_t read_ahead_bytes = 0;            // asked for by sequential read-ahead
   uint64_t hinted_lookups = 0;  // lookups answered by the prefetcher's opens (HintedName)
   std::string dir;                          // the directory tier ("" = RAM only)
@@ -601,8 +603,10 @@ class Client {
   // a regular file c may read are skipped and counted, never an error.
   Status Prefetch(const Cred& c, std::vector<PrefetchItem> items, uint64_t lookahead = 0,
                   bool append = false);
-  // Waits until every entry of the hint was fetched or skipped; false if
-  // timeout passed first.
+  // Waits until the hint has nothing left to do before a reader moves on:
+  // every entry the look-ahead admits now was fetched or skipped, or waits
+  // for a reader to make room in the cache (every entry, after a warm-up);
+  // false if timeout passed first. CacheStatus tells how far it got.
   Result<bool> WaitPrefetch(std::chrono::milliseconds timeout);
   Result<CacheStats> CacheStatus();
   // Forgets every cached block (RAM and directory) and the hint.

@@ -25,7 +25,7 @@ void Prefetcher::Start(const Cred& c, std::vector<PrefetchItem> items, uint64_t 
     std::lock_guard<std::mutex> lock(mu_);
     if (!append) {
       items_.clear();
-      next_ = frontier_ = done_ = 0;
+      next_ = frontier_ = done_ = stuck_ = 0;
       ++gen_;
     }
     cred_ = c;
@@ -53,6 +53,7 @@ void Prefetcher::Advance(uint64_t pos) {
     }
     frontier_ = std::max(frontier_, pos + 1);
     ++moves_;
+    stuck_ = 0;  // every entry waiting for room is asked again
     room_waiters = room_waiters_ > 0;
   }
   if (admitted >= threads_.size()) {
@@ -97,6 +98,10 @@ void Prefetcher::Loop() {
       // Nothing can make room without a reader (warm mode): give up on it.
       if (out != Outcome::kNotYet || !bounded) break;
       ++room_waiters_;
+      if (moves_ == moves) {
+        ++stuck_;  // until the next frontier move or hint
+        idle_cv_.notify_all();
+      }
       room_cv_.wait(lock, [&] { return stop_ || gen_ != gen || moves_ != moves; });
       --room_waiters_;
       if (stop_ || gen_ != gen) break;
@@ -106,9 +111,21 @@ void Prefetcher::Loop() {
   }
 }
 
+uint64_t Prefetcher::WindowLocked() const {
+  if (lookahead_ == UINT64_MAX) return items_.size();
+  return std::min<uint64_t>(items_.size(), frontier_ + lookahead_);
+}
+
+bool Prefetcher::IdleLocked() const {
+  // Entries are taken in order and none past the window, so done_ counts
+  // positions below next_ (passed ones included): the window's entries are
+  // all accounted for once they and the workers waiting for room cover it.
+  return done_ + stuck_ >= WindowLocked();
+}
+
 bool Prefetcher::WaitIdle(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  return idle_cv_.wait_for(lock, timeout, [&] { return done_ >= items_.size(); });
+  return idle_cv_.wait_for(lock, timeout, [&] { return IdleLocked(); });
 }
 
 bool Prefetcher::Bounded() {
@@ -116,9 +133,9 @@ bool Prefetcher::Bounded() {
   return lookahead_ != UINT64_MAX;
 }
 
-std::pair<uint64_t, uint64_t> Prefetcher::Progress() {
+Prefetcher::Progress Prefetcher::GetProgress() {
   std::lock_guard<std::mutex> lock(mu_);
-  return {items_.size(), done_};
+  return Progress{items_.size(), done_, WindowLocked(), stuck_};
 }
 
 }  // namespace sfs::client

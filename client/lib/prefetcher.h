@@ -35,16 +35,25 @@ class Prefetcher {
   // A reader consumed hint position pos.
   void Advance(uint64_t pos);
   void Clear();
-  // Waits until every entry was fetched or skipped; false on timeout.
+  // Waits until nothing is left to do before a reader moves on: every entry
+  // the window admits now was fetched or skipped, or waits for room (the
+  // whole hint in warm mode); false on timeout.
   bool WaitIdle(std::chrono::milliseconds timeout);
-  // Entries of the hint, and how many are done (fetched or skipped).
-  std::pair<uint64_t, uint64_t> Progress();
+  struct Progress {
+    uint64_t length = 0;   // entries of the hint
+    uint64_t done = 0;     // of those, fetched or skipped
+    uint64_t window = 0;   // entries the window admits now (length in warm mode)
+    uint64_t waiting = 0;  // admitted entries waiting for a reader to make room
+  };
+  Progress GetProgress();
   // Whether the hint runs a window ahead of a reader (not a warm-up).
   bool Bounded();
 
  private:
   void Loop();
   bool Ready() const;  // REQUIRES: mu_ held
+  bool IdleLocked() const;        // REQUIRES: mu_ held
+  uint64_t WindowLocked() const;  // REQUIRES: mu_ held
 
   const uint64_t default_lookahead_;
   FetchFn fetch_;
@@ -61,6 +70,7 @@ class Prefetcher {
   uint64_t gen_ = 0;                 // GUARDED_BY(mu_): bumped by a replacing Start/Clear
   uint64_t moves_ = 0;               // GUARDED_BY(mu_): frontier moves (kNotYet waits on it)
   int room_waiters_ = 0;             // GUARDED_BY(mu_): workers waiting on room_cv_
+  uint64_t stuck_ = 0;               // GUARDED_BY(mu_): of those, not woken by a move yet
   bool stop_ = false;                // GUARDED_BY(mu_)
   std::vector<std::thread> threads_;
 };

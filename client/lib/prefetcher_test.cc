@@ -38,12 +38,16 @@ TEST(PrefetcherTest, EachAdvanceAdmitsExactlyTheWindowAndNoEntryIsLeftBehind) {
     return Prefetcher::Outcome::kDone;
   });
   p.Start(Cred{}, Items(kItems), 0, false);
+  // With no reader, idle once the window is fetched (not the whole hint).
+  ASSERT_TRUE(p.WaitIdle(10s));
+  EXPECT_EQ(p.GetProgress().done, kWindow);
+  EXPECT_EQ(p.GetProgress().window, kWindow);
   auto wait_done = [&](uint64_t n) {
     auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (p.Progress().second < n && std::chrono::steady_clock::now() < deadline) {
+    while (p.GetProgress().done < n && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::yield();
     }
-    return p.Progress().second;
+    return p.GetProgress().done;
   };
   ASSERT_EQ(wait_done(kWindow), kWindow);
   for (uint64_t pos = 0; pos < kItems; ++pos) {
@@ -70,7 +74,13 @@ TEST(PrefetcherTest, AnEntryWithoutRoomIsRetriedAfterTheReaderMovesOn) {
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (calls.load() < 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   ASSERT_EQ(calls.load(), 1);
-  EXPECT_FALSE(p.WaitIdle(50ms));  // it waits for the reader; nothing else asks again
+  // Nothing is left to do before the reader moves on: idle, with the entry
+  // waiting (and not asked again meanwhile).
+  EXPECT_TRUE(p.WaitIdle(10s));
+  Prefetcher::Progress pr = p.GetProgress();
+  EXPECT_EQ(pr.done, 0u);
+  EXPECT_EQ(pr.waiting, 1u);
+  EXPECT_EQ(pr.window, 1u);
   EXPECT_EQ(calls.load(), 1);
   room = true;
   p.Advance(0);
@@ -108,10 +118,10 @@ TEST(PrefetcherTest, EntriesTheReadersPassedAreSkipped) {
   }
   cv.notify_all();
   auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (p.Progress().second < 51 + kWindow && std::chrono::steady_clock::now() < deadline) {
+  while (p.GetProgress().done < 51 + kWindow && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::yield();
   }
-  EXPECT_EQ(p.Progress().second, 51 + kWindow);
+  EXPECT_EQ(p.GetProgress().done, 51 + kWindow);
   {
     std::lock_guard<std::mutex> lock(mu);
     std::set<uint64_t> want = {0, 1, 2, 3, 51, 52, 53, 54};

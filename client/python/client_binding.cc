@@ -214,6 +214,8 @@ py::dict Client::CacheStatus() {
   d["prefetch_skipped"] = s.prefetch_skipped;
   d["hint_length"] = s.hint_length;
   d["hint_done"] = s.hint_done;
+  d["hint_window"] = s.hint_window;
+  d["hint_waiting"] = s.hint_waiting;
   d["read_ahead_bytes"] = s.read_ahead_bytes;
   d["hinted_lookups"] = s.hinted_lookups;
   d["joined_bytes"] = s.joined_bytes;

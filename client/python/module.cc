@@ -127,7 +127,8 @@ void BindClient(py::module_& m) {
            "order; the cache fetches ahead of the reader and evicts by farthest next use. "
            "lookahead: entries ahead (0 = prefetch_depth). Missing entries are skipped.")
       .def("wait_prefetch", &Client::WaitPrefetch, py::arg("timeout") = 60.0,
-           "Waits until every hinted entry is fetched or skipped; False on timeout.")
+           "Waits until every hinted entry the look-ahead admits now is fetched or skipped "
+           "(or waits for the reader to make room); False on timeout.")
       .def("cache_status", &Client::CacheStatus, "The client cache's counters (a dict).")
       .def("drop_cache", &Client::DropCache, "Forgets every cached block and the hint.")
       .def("close", &Client::Close)

@@ -442,6 +442,47 @@ TEST_F(CacheTest, TheCacheNeverGrowsPastItsSize) {
   EXPECT_GT(s.evictions, 0u);
 }
 
+// sfs prefetch --wait with a hint longer than the look-ahead and no reader:
+// it returns once the window's entries are fetched (before, it waited for
+// the whole hint, which only a reader can move the window over: forever),
+// and says how many wait for a reader; a reader's close moves the window.
+TEST_F(CacheTest, PrefetchWaitReturnsOnceTheWindowIsFetchedWithoutAReader) {
+  auto a = cluster().Mount({}, {"cache_ram=64M", "prefetch_depth=4"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  constexpr int kFiles = 12;
+  std::vector<std::string> data;
+  std::string list;
+  for (int i = 0; i < kFiles; ++i) {
+    data.push_back(Random(64 << 10, 300 + i));
+    Put("w" + std::to_string(i), data.back());
+    list += *a + "/w" + std::to_string(i) + "\n";
+  }
+  const std::string list_path = cluster().root() + "/window.txt";
+  ASSERT_TRUE(WriteFile(list_path, list));
+  std::string out;
+  ASSERT_EQ(RunShell(SfsBinary() + " prefetch --wait --list " + list_path + " 2>&1", &out), 0)
+      << out;
+  EXPECT_NE(out.find("12 entries queued"), std::string::npos) << out;
+  EXPECT_NE(out.find("4 of the hint's 12 fetched or skipped"), std::string::npos) << out;
+  client::CacheStats s = StatusOf(*a);
+  EXPECT_EQ(s.prefetch_files, 4u);
+  EXPECT_EQ(s.hint_done, 4u);
+  EXPECT_EQ(s.hint_window, 4u);
+  EXPECT_EQ(s.hint_length, uint64_t{kFiles});
+
+  // The reader's first file moves the window one entry on (to 1..4).
+  std::string got;
+  ASSERT_EQ(ReadFresh(*a + "/w0", &got), 0);
+  EXPECT_TRUE(SameBytes(got, data[0]));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (StatusOf(*a).prefetch_files < 5 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  s = StatusOf(*a);
+  EXPECT_EQ(s.prefetch_files, 5u);
+  EXPECT_EQ(s.hint_window, 5u);
+}
+
 // Readers that passed the prefetcher's window (as while the first listing of
 // a huge directory runs) still move it: the listing tells the cache where
 // every hinted file of the directory comes in the order, so a reader's close

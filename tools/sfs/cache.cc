@@ -34,8 +34,8 @@ constexpr const char* kPrefetchHelp =
     "  -l, --list FILE    one entry per line (\"-\" = stdin): PATH, or PATH<TAB>OFFSET<TAB>LENGTH\n"
     "                     for a byte range (LENGTH \"-\" = to the end)\n"
     "  -a, --append       add to the current list instead of replacing it\n"
-    "  -w, --wait         return once every entry is fetched or skipped (needs a reader\n"
-    "                     when the list is longer than the look-ahead: see sfs cache warm)\n"
+    "  -w, --wait         return once every entry the look-ahead admits is fetched or\n"
+    "                     skipped (the rest waits for a reader: see sfs cache warm)\n"
     "\n"
     "The mount needs -o cache_ram=SIZE and/or -o cache_dir=DIR.\n"
     "examples:\n"
@@ -130,9 +130,12 @@ Status SendHint(const std::string& mp, const std::string& name,
   return Status::Ok();
 }
 
-// Waits (1 s per call, inside the mount) until the hint is done; a progress
-// line on stderr when it is a terminal.
-Status WaitHint(const std::string& mp, bool progress) {
+// Waits (1 s per call, inside the mount) until the hint has nothing left to
+// do before a reader moves on: every entry the look-ahead admits is fetched
+// or skipped, or waits for a reader to make room (a bounded hint longer than
+// its window, or than the cache, is never done without a reader). *last:
+// the last counters. A progress line on stderr when it is a terminal.
+Status WaitHint(const std::string& mp, bool progress, client::CacheStats* last) {
   while (true) {
     SFS_ASSIGN_OR_RETURN(client::CacheStats s, GetCtl(mp, "user.sfs.prefetch.wait"));
     if (progress) {
@@ -140,8 +143,9 @@ Status WaitHint(const std::string& mp, bool progress) {
                    static_cast<unsigned long long>(s.hint_done),
                    static_cast<unsigned long long>(s.hint_length), HumanSize(s.bytes).c_str());
     }
-    if (s.hint_done >= s.hint_length) {
+    if (s.hint_done >= s.hint_length || s.hint_done + s.hint_waiting >= s.hint_window) {
       if (progress) std::fputc('\n', stderr);
+      *last = s;
       return Status::Ok();
     }
   }
@@ -225,12 +229,23 @@ int RunHint(const char* cmd, const std::string& ctl, int argc, char** argv, bool
     std::fprintf(stderr, "sfs %s: %zu entr%s not on %s, skipped\n", cmd, skipped,
                  skipped == 1 ? "y" : "ies", mp.c_str());
   }
+  client::CacheStats last;
   if (warm || a.wait) {
-    st = WaitHint(mp, warm && isatty(STDERR_FILENO));
+    st = WaitHint(mp, warm && isatty(STDERR_FILENO), &last);
     if (!st.ok()) return Fail(cmd, "", st);
   }
-  std::printf("%zu entr%s %s on %s\n", items.size(), items.size() == 1 ? "y" : "ies",
-              warm || a.wait ? "fetched or skipped" : "queued", mp.c_str());
+  const char* entries = items.size() == 1 ? "y" : "ies";
+  if (!warm && !a.wait) {
+    std::printf("%zu entr%s queued on %s\n", items.size(), entries, mp.c_str());
+  } else if (last.hint_done >= last.hint_length) {
+    std::printf("%zu entr%s fetched or skipped on %s\n", items.size(), entries, mp.c_str());
+  } else {
+    std::printf(
+        "%zu entr%s queued on %s: %llu of the hint's %llu fetched or skipped, the rest "
+        "waits for a reader (look-ahead or cache full)\n",
+        items.size(), entries, mp.c_str(), static_cast<unsigned long long>(last.hint_done),
+        static_cast<unsigned long long>(last.hint_length));
+  }
   return 0;
 }
 
