@@ -28,9 +28,13 @@ void StatAhead::NoteMiss(uint64_t dir, const client::Cred& cred) {
     }
     if (++misses_ < kTrigger || busy_ || !jobs_.empty()) return;
     auto it = listed_.find(dir);
-    if (it != listed_.end() && it->second.epoch == epoch_ &&
-        Clock::now() - it->second.at < kRelistAfter) {
-      return;
+    if (it != listed_.end()) {
+      const Listed& l = it->second;
+      const auto since = Clock::now() - l.at;
+      if (l.backoff > 0 ? since < kRelistAfter * (1 << l.backoff)
+                        : l.epoch == epoch_ && since < kRelistAfter) {
+        return;
+      }
     }
     misses_ = 0;
     jobs_.push_back(Job{dir, cred});
@@ -56,7 +60,11 @@ bool StatAhead::Take(uint64_t dir, std::string_view name, client::Attr* out) {
   d->second.erase(e);
   --entries_;
   if (d->second.empty()) dirs_.erase(d);
-  if (live) ++hits_;
+  if (live) {
+    ++hits_;
+    auto l = listed_.find(dir);
+    if (l != listed_.end()) ++l->second.hits;
+  }
   return live;
 }
 
@@ -131,6 +139,12 @@ uint64_t StatAhead::listings() const {
   return listings_;
 }
 
+int StatAhead::backoff(uint64_t dir) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = listed_.find(dir);
+  return it == listed_.end() ? 0 : it->second.backoff;
+}
+
 uint64_t StatAhead::hits() const {
   std::lock_guard<std::mutex> l(mu_);
   return hits_;
@@ -164,6 +178,13 @@ void StatAhead::List(const Job& job) {
   {
     std::lock_guard<std::mutex> l(mu_);
     epoch = epoch_;
+    if (listed_.size() >= 4096) listed_.clear();
+    Listed& last = listed_[job.dir];
+    // Did the last listing pay? Lookups it answered against entries it kept.
+    if (last.kept > 0) {
+      last.backoff = last.hits * kYield < last.kept ? std::min(last.backoff + 1, kMaxBackoff) : 0;
+    }
+    last.kept = last.hits = 0;
   }
   for (int page = 0; page < kMaxPages; ++page) {
     const auto sent = Clock::now();
@@ -174,8 +195,9 @@ void StatAhead::List(const Job& job) {
     if (!Fill(job.dir, *p, sent, epoch) || eof) break;
   }
   std::lock_guard<std::mutex> l(mu_);
-  listed_[job.dir] = Listed{epoch, Clock::now()};
-  if (listed_.size() > 4096) listed_.clear();
+  Listed& last = listed_[job.dir];
+  last.epoch = epoch;
+  last.at = Clock::now();
 }
 
 bool StatAhead::Fill(uint64_t dir, client::DirPage& page, Clock::time_point sent,
@@ -187,8 +209,13 @@ bool StatAhead::Fill(uint64_t dir, client::DirPage& page, Clock::time_point sent
   // (in flight, or answered after) may not be.
   std::erase_if(gone_, [&](const Gone& g) { return g.done <= sent; });
   auto& names = dirs_[dir];
+  uint64_t kept = 0;
+  bool full = false;
   for (client::DirEntry& e : page.entries) {
-    if (entries_ >= kMaxEntries) return false;
+    if (entries_ >= kMaxEntries) {
+      full = true;
+      break;
+    }
     if (!e.attr.has_value() || e.attr->lease_ms == 0) continue;
     if (!S_ISREG(e.attr->mode) && !S_ISDIR(e.attr->mode)) continue;
     if (std::any_of(gone_.begin(), gone_.end(),
@@ -201,9 +228,12 @@ bool StatAhead::Fill(uint64_t dir, client::DirPage& page, Clock::time_point sent
     it->second.attr = std::move(*e.attr);
     it->second.expires = sent + std::chrono::milliseconds(ms);
     if (added) ++entries_;
+    ++kept;
   }
   if (names.empty()) dirs_.erase(dir);
-  return true;
+  auto last = listed_.find(dir);
+  if (last != listed_.end()) last->second.kept += kept;
+  return !full;
 }
 
 }  // namespace sfs::fuse

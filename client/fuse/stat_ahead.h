@@ -27,6 +27,15 @@
 //
 // Trigger: kTrigger positive LOOKUPs answered by the MDS in one directory
 // with no Clear between them (a lookup-then-unlink loop never lists).
+// A directory is listed again no sooner than kRelistAfter (unless a Clear
+// came between), and later still when its listings do not pay: a listing
+// that fewer than one in kYield of its entries were taken from before the
+// next doubles the wait before the one after (up to kRelistAfter <<
+// kMaxBackoff; a listing that pays resets it). That is a directory larger
+// than a listing read in random order (a training loader's first epoch over
+// 100,000 files): the lookups of names past the listing's end kept
+// triggering listings of the same first kMaxPages pages, 2,500 pages an
+// epoch for a few hits each.
 // Bounds: one directory listed at a time, kMaxPages pages a listing,
 // kMaxEntries entries held in all; past them, lookups go to the MDS.
 #pragma once
@@ -60,6 +69,8 @@ class StatAhead {
   static constexpr uint32_t kPageEntries = 1024;
   static constexpr size_t kMaxEntries = 256 * 1024;
   static constexpr std::chrono::seconds kRelistAfter{2};
+  static constexpr uint64_t kYield = 8;
+  static constexpr int kMaxBackoff = 4;
 
   explicit StatAhead(ListFn list);
   ~StatAhead();
@@ -88,6 +99,8 @@ class StatAhead {
   // For tests and metrics.
   size_t size() const;
   uint64_t listings() const;
+  // The directory's back-off (0: relisted after kRelistAfter).
+  int backoff(uint64_t dir) const;
   uint64_t hits() const;
   // Blocks until the worker is idle (tests).
   void WaitIdle();
@@ -131,10 +144,12 @@ class StatAhead {
   int misses_ = 0;                // GUARDED_BY(mu_): in a row there
   struct Listed {
     uint64_t epoch = 0;
-    Clock::time_point at;
+    Clock::time_point at;  // when it ended
+    uint64_t kept = 0;     // entries the last listing kept
+    uint64_t hits = 0;     // lookups answered in the directory since
+    int backoff = 0;       // the wait is kRelistAfter << backoff
   };
-  // GUARDED_BY(mu_): when each directory was last listed, at which epoch; it
-  // is listed again only after a Clear or kRelistAfter.
+  // GUARDED_BY(mu_): each directory's last listing (see the file comment).
   std::unordered_map<uint64_t, Listed> listed_;
   std::deque<Job> jobs_;          // GUARDED_BY(mu_)
   std::deque<SeenName> seen_;     // GUARDED_BY(mu_): the last kSeen LOOKUP answers

@@ -218,5 +218,46 @@ TEST(StatAheadTest, ADirectoryIsNotListedAgainAtOnceUnlessSomethingChanged) {
   EXPECT_EQ(s.listings(), 2u);
 }
 
+// A listing that its directory's lookups do not take from (a directory
+// larger than a listing, read in random order) makes the next one wait
+// longer, even across a Clear; one they take from does not.
+TEST(StatAheadTest, AListingThatDoesNotPayDelaysTheNextOne) {
+  FakeDir d;
+  d.n = 3000;
+  StatAhead s(d.Fn());
+  auto list_again = [&] {
+    s.Clear();  // relisted at once otherwise (no back-off)
+    Misses(s, kDir, StatAhead::kTrigger);
+    s.WaitIdle();
+  };
+  Misses(s, kDir, StatAhead::kTrigger);
+  s.WaitIdle();
+  ASSERT_EQ(s.listings(), 1u);
+  // The lookups that follow are all of names the listing does not hold.
+  list_again();
+  EXPECT_EQ(s.listings(), 2u);
+  EXPECT_EQ(s.backoff(kDir), 1) << "0 of 3000 entries taken";
+  list_again();
+  EXPECT_EQ(s.listings(), 2u) << "listed again within the back-off";
+  EXPECT_EQ(d.pages.load(), 6);
+
+  // Another directory whose lookups take one entry in kYield: no back-off.
+  constexpr uint64_t kOther = 8;
+  FakeDir e;
+  e.n = 3000;
+  StatAhead t(e.Fn());
+  for (int round = 1; round <= 3; ++round) {
+    t.Clear();
+    Misses(t, kOther, StatAhead::kTrigger);
+    t.WaitIdle();
+    EXPECT_EQ(t.listings(), static_cast<uint64_t>(round));
+    EXPECT_EQ(t.backoff(kOther), 0);
+    client::Attr a;
+    for (int i = 0; i < 3000 / static_cast<int>(StatAhead::kYield); ++i) {
+      ASSERT_TRUE(t.Take(kOther, "f" + std::to_string(i), &a)) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sfs::fuse
