@@ -39,30 +39,32 @@ bool OpenCache::Keep(const Cred& c, OpenResult r, uint64_t gen, Clock::time_poin
   return true;
 }
 
+OpenCache::ByIno::const_iterator OpenCache::FindLocked(const Cred& c, uint64_t ino,
+                                                       Clock::time_point soonest) const {
+  auto [begin, end] = by_ino_.equal_range(ino);
+  for (auto i = begin; i != end; ++i) {
+    if (i->second->first >= soonest && SameCred(i->second->second.cred, c)) return i;
+  }
+  return by_ino_.end();
+}
+
 std::optional<OpenResult> OpenCache::Take(const Cred& c, uint64_t ino, Clock::time_point* until) {
   const Clock::time_point soonest = Clock::now() + kMinLeft;
   std::lock_guard<std::mutex> lock(mu_);
-  auto [begin, end] = by_ino_.equal_range(ino);
-  for (auto i = begin; i != end; ++i) {
-    ByEnd::iterator it = i->second;
-    if (it->first < soonest || !SameCred(it->second.cred, c)) continue;
-    std::optional<OpenResult> out(std::move(it->second.open));
-    *until = it->first;
-    by_ino_.erase(i);
-    by_end_.erase(it);
-    return out;
-  }
-  return std::nullopt;
+  auto i = FindLocked(c, ino, soonest);
+  if (i == by_ino_.end()) return std::nullopt;
+  ByEnd::iterator it = i->second;
+  std::optional<OpenResult> out(std::move(it->second.open));
+  *until = it->first;
+  by_ino_.erase(i);
+  by_end_.erase(it);
+  return out;
 }
 
 bool OpenCache::Holds(const Cred& c, uint64_t ino, Clock::duration ahead) const {
   const Clock::time_point soonest = Clock::now() + kMinLeft + ahead;
   std::lock_guard<std::mutex> lock(mu_);
-  auto [begin, end] = by_ino_.equal_range(ino);
-  for (auto i = begin; i != end; ++i) {
-    if (i->second->first >= soonest && SameCred(i->second->second.cred, c)) return true;
-  }
-  return false;
+  return FindLocked(c, ino, soonest) != by_ino_.end();
 }
 
 void OpenCache::Extend(uint64_t ino, Clock::time_point until) {

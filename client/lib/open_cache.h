@@ -82,13 +82,17 @@ class OpenCache {
     OpenResult open;
   };
   using ByEnd = std::multimap<Clock::time_point, Kept>;
+  using ByIno = std::unordered_multimap<uint64_t, ByEnd::iterator>;
   void EraseLocked(ByEnd::iterator it, std::vector<DeferredClose>* released);
+  // REQUIRES: mu_ held. A kept open of ino for c whose lease lasts past
+  // soonest, or by_ino_.end().
+  ByIno::const_iterator FindLocked(const Cred& c, uint64_t ino, Clock::time_point soonest) const;
 
   const size_t capacity_;
   mutable std::mutex mu_;
   uint64_t gen_ = 0;  // GUARDED_BY(mu_)
   ByEnd by_end_;      // GUARDED_BY(mu_): the lease's end -> the kept open
-  std::unordered_multimap<uint64_t, ByEnd::iterator> by_ino_;  // GUARDED_BY(mu_)
+  ByIno by_ino_;      // GUARDED_BY(mu_)
 };
 
 }  // namespace sfs::client
